@@ -1,0 +1,140 @@
+"""The `refinterp` command line.
+
+Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line misuse,
+3 an internal error (a bug in refinterp: rerun with --debug for the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .diagnostics import Diagnostic, render
+from .modules import Loader, Program, resolve_main
+from .source import SourceFile
+from .syntax.parser import parse_module
+from .syntax.printer import format_module
+
+EXIT_OK, EXIT_DIAGNOSTIC, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Output:
+    """Where the CLI writes: results to stdout, diagnostics to stderr (via rich when a tty)."""
+
+    def __init__(self) -> None:
+        self._console = None
+
+    def result(self, text: str) -> None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    def diagnostic(self, diag: Diagnostic) -> None:
+        text = render(diag)
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.text import Text
+
+            if self._console is None:
+                self._console = Console(stderr=True, highlight=False)
+            styled = Text(text)
+            styled.highlight_regex(r"\berror:", "bold red")
+            styled.highlight_regex(r"\bwarning:", "bold yellow")
+            styled.highlight_regex(r"\^+", "bold red")
+            self._console.print(styled)
+        else:
+            sys.stderr.write(text + "\n")
+
+
+def _summary(path: str, program: Program) -> str:
+    tree = program.main.tree
+    imports = ", ".join(program.main.imports) or "none"
+    operators = [d.name for d in tree.definitions if not d.is_graph]
+    graphs = [d.name for d in tree.definitions if d.is_graph]
+
+    def listing(kind: str, names: list[str]) -> str:
+        plural = kind if len(names) == 1 else kind + "s"
+        return f"{len(names)} {plural}" + (f" ({', '.join(names)})" if names else "")
+
+    return (f"{path}: imports {imports}; {listing('operator', operators)}; "
+            f"{listing('graph', graphs)}")
+
+
+def cmd_parse(args: argparse.Namespace, out: Output) -> int:
+    """Load each file with its imports; print one summary line per file."""
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            program = Loader(args.path).load(path)
+        except Diagnostic as diag:
+            out.diagnostic(diag)
+            status = EXIT_DIAGNOSTIC
+            continue
+        for warning in program.warnings:
+            out.diagnostic(warning)
+        out.result(_summary(path, program))
+    return status
+
+
+def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
+    """Print the canonical form of a file (or rewrite it in place)."""
+    path = resolve_main(args.file)
+    source = SourceFile.read(path)
+    result = parse_module(source)
+    for warning in result.warnings:
+        out.diagnostic(warning)
+    text = format_module(result.module)
+    if args.in_place:
+        Path(path).write_text(text, encoding="utf-8")
+    else:
+        out.result(text.rstrip("\n"))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refinterp",
+        description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    parse_cmd = commands.add_parser(
+        "parse", help="parse files (and their imports) and summarise them")
+    parse_cmd.add_argument("files", nargs="+", metavar="FILE",
+                           help="a .sknd file or a model folder with main.sknd")
+    parse_cmd.add_argument("--path", action="append", default=[], metavar="DIR",
+                           help="an extra folder to search for imported modules")
+    parse_cmd.set_defaults(run=cmd_parse)
+
+    fmt_cmd = commands.add_parser("fmt", help="print a file in canonical form")
+    fmt_cmd.add_argument("file", metavar="FILE")
+    fmt_cmd.add_argument("-i", "--in-place", action="store_true",
+                         help="rewrite the file instead of printing it")
+    fmt_cmd.set_defaults(run=cmd_fmt)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `refinterp` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Output()
+    run: Callable[[argparse.Namespace, Output], int] = args.run
+    try:
+        return run(args, out)
+    except Diagnostic as diag:
+        out.diagnostic(diag)
+        return EXIT_DIAGNOSTIC
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: never show a traceback unless asked
+        if args.debug:
+            raise
+        sys.stderr.write(f"refinterp: internal error: {type(exc).__name__}: {exc}\n"
+                         "  this is a bug in refinterp; rerun with --debug for details\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Module loading: a file (or model folder) and everything it imports, transitively (spec §2.15).
+
+`import a.b;` in file F is looked up, in this order, as
+  1. F's folder:           a/b.sknd, then a/b.nnef
+  2. each --path folder:   DIR/a/b.sknd, DIR/a/b.nnef
+  3. the bundled stdlib:   refinterp/stdlib/a/b.sknd, ...
+A model folder stands for its main.sknd (or main.nnef). Every module is parsed once, however often
+it is imported; an import cycle or a missing module is a diagnostic that says where it looked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .diagnostics import Diagnostic, ModuleDiagnostic
+from .source import SourceFile
+from .syntax import ast
+from .syntax.parser import parse_module
+
+EXTENSIONS = (".sknd", ".nnef")
+STDLIB_DIR = Path(__file__).resolve().parent / "stdlib"
+
+
+@dataclass
+class LoadedModule:
+    """One parsed module: its qualified name, file, syntax tree and parser warnings."""
+
+    name: str
+    path: Path
+    source: SourceFile
+    tree: ast.Module
+    warnings: tuple[Diagnostic, ...] = ()
+    imports: dict[str, "LoadedModule"] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """The main module and all modules it imports, in load order (dependencies first)."""
+
+    main: LoadedModule
+    modules: list[LoadedModule]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [w for module in self.modules for w in module.warnings]
+
+
+def resolve_main(path: str | Path) -> Path:
+    """The file for a command-line argument: the file itself, or a model folder's main module."""
+    path = Path(path)
+    if path.is_dir():
+        for ext in EXTENSIONS:
+            candidate = path / f"main{ext}"
+            if candidate.is_file():
+                return candidate
+        raise ModuleDiagnostic(
+            f"model folder '{path}' has no main.sknd (or main.nnef)")
+    if not path.is_file():
+        raise ModuleDiagnostic(f"no such file or folder: '{path}'")
+    return path
+
+
+class Loader:
+    """Loads modules with a search path; shares parsed modules between imports."""
+
+    def __init__(self, search_path: list[str | Path] | None = None) -> None:
+        self.search_path = [Path(p) for p in (search_path or [])]
+        self._by_path: dict[Path, LoadedModule] = {}
+
+    def load(self, path: str | Path) -> Program:
+        """Load a main file or model folder with all its imports."""
+        main_path = resolve_main(path)
+        order: list[LoadedModule] = []
+        main = self._load_file(main_path, "main" if main_path.stem == "main" else
+                               main_path.stem, [], order)
+        return Program(main, order)
+
+    def candidates(self, importer: Path, module: tuple[str, ...]) -> list[Path]:
+        """Every file that `import a.b` in `importer` may refer to, in lookup order."""
+        relative = Path(*module)
+        folders = [importer.parent, *self.search_path, STDLIB_DIR]
+        return [folder / relative.with_suffix(ext) for folder in folders for ext in EXTENSIONS]
+
+    def _load_file(self, path: Path, name: str, stack: list[Path],
+                   order: list[LoadedModule]) -> LoadedModule:
+        key = path.resolve()
+        cached = self._by_path.get(key)
+        if cached is not None:
+            return cached
+        try:
+            source = SourceFile.read(path)
+        except OSError as exc:
+            raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
+        result = parse_module(source)
+        loaded = LoadedModule(name, path, source, result.module, result.warnings)
+        stack = [*stack, key]
+        for imp in result.module.imports:
+            loaded.imports[".".join(imp.module)] = self._load_import(loaded, imp, stack, order)
+        self._by_path[key] = loaded
+        order.append(loaded)
+        return loaded
+
+    def _load_import(self, importer: LoadedModule, imp: ast.Import, stack: list[Path],
+                     order: list[LoadedModule]) -> LoadedModule:
+        candidates = self.candidates(importer.path, imp.module)
+        found = next((c for c in candidates if c.is_file()), None)
+        qualified = ".".join(imp.module)
+        if found is None:
+            folders = dict.fromkeys(str(c.parent) for c in candidates)
+            raise ModuleDiagnostic(
+                f"module '{qualified}' not found", imp.span,
+                ["looked for " + " / ".join(f"{Path(*imp.module)}{e}" for e in EXTENSIONS)
+                 + " in: " + ", ".join(folders)])
+        key = found.resolve()
+        if key in stack:
+            cycle = [p.name for p in stack[stack.index(key):]] + [found.name]
+            raise ModuleDiagnostic(
+                f"import cycle: {' -> '.join(cycle)}", imp.span,
+                ["modules must not import each other circularly"])
+        module = self._load_file(found, qualified, stack, order)
+        graphs = [d for d in module.tree.definitions if d.is_graph]
+        if graphs:
+            raise ModuleDiagnostic(
+                f"imported module '{qualified}' defines graph '{graphs[0].name}'",
+                graphs[0].span,
+                ["only the main module may define graphs (spec §2.15)",
+                 f"imported from {imp.span}"])
+        return module

@@ -1,0 +1,494 @@
+"""The SkriptND abstract syntax tree: frozen dataclasses, each carrying a source span.
+
+Spans never take part in equality, so `parse(print(tree)) == tree` compares structure only.
+Both dialects (draft spec and Khronos NNEF-Tools) parse to the same nodes; the canonical printer
+(`syntax.printer`) prints the draft-spec spelling where the two differ (see docs/grammar.md).
+
+The parser does not resolve names: `Call` covers operator invocations, casts (`int(x)`, `T(x)`)
+and plain-spelled built-ins (`sqrt(x)`); `Subscript` covers pack indexing and tensor access.
+Later stages classify them with the declarations in scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..source import NO_SPAN, Span
+
+
+@dataclass(frozen=True)
+class Node:
+    span: Span = field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    """An identifier (`x`), possibly a word that is a keyword elsewhere (`is`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class IntLiteral(Node):
+    value: int
+
+
+@dataclass(frozen=True)
+class RealLiteral(Node):
+    value: float
+
+
+@dataclass(frozen=True)
+class BoolLiteral(Node):
+    value: bool
+
+
+@dataclass(frozen=True)
+class Constant(Node):
+    """The real constants `inf` and `pi`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class StringLiteral(Node):
+    """A string literal (adjacent literals already joined): text pieces and `{expr}` insertions."""
+
+    parts: tuple[Union[str, "Expr"], ...]
+
+
+@dataclass(frozen=True)
+class Placeholder(Node):
+    """`~`: an omitted argument, result or extent."""
+
+
+@dataclass(frozen=True)
+class ListExpr(Node):
+    """`[a, b.., c:d, (e, f)..]`: items are expressions, ranges and expansions."""
+
+    items: tuple["ListItem", ...]
+
+
+@dataclass(frozen=True)
+class Range(Node):
+    """`start:stop[:step]` as a list item."""
+
+    start: "Expr"
+    stop: "Expr"
+    step: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class Zip(Node):
+    """`(a, b, ...)` inside a list, always followed by `..` (an `Expand` wraps it)."""
+
+    items: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Expand(Node):
+    """`x..` (expansion of a pack) or `x..(n)` (repetition / conditional inclusion)."""
+
+    operand: "Expr"
+    count: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class Unary(Node):
+    """`+x`, `-x`, `!x`, and the null test `?x`."""
+
+    op: str
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Binary(Node):
+    """A binary operator, including `??`, `is`, `in`. Min/max are normalised to `<<`/`>>`."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class Select(Node):
+    """`cond ? a : b`, or `cond ? a` (else-less: null when the condition fails)."""
+
+    cond: "Expr"
+    then: "Expr"
+    otherwise: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class Fold(Node):
+    """`x op ..` (fold) or `x op ...` (cumulative fold). Min/max normalised to `<<`/`>>`."""
+
+    op: str
+    operand: "Expr"
+    cumulative: bool = False
+
+
+@dataclass(frozen=True)
+class Slice(Node):
+    """`[start]:[stop][:step]` as an index (all three omitted: the full-range `:`)."""
+
+    start: "Expr | None" = None
+    stop: "Expr | None" = None
+    step: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class Bounded(Node):
+    """`|index|` (out-of-range skips) or `|index <> lower : upper|` (remapped) in a tensor access."""
+
+    index: "Expr"
+    lower: "Expr | None" = None
+    upper: "Expr | None" = None
+
+
+@dataclass(frozen=True)
+class Subscript(Node):
+    """`base[items]`: pack indexing, string indexing or tensor access.
+
+    `trailing_comma` records `x[i,]`, the spec's marker of a rank-1 tensor access.
+    """
+
+    base: "Expr"
+    items: tuple["IndexItem", ...]
+    trailing_comma: bool = False
+
+
+@dataclass(frozen=True)
+class Substitute(Node):
+    """`target[index] <- value`."""
+
+    target: Subscript
+    value: "Expr"
+
+
+@dataclass(frozen=True)
+class Member(Node):
+    """`x.shape`, `x.rank`, `x.size` (and any other `.name`, rejected by later stages)."""
+
+    base: "Expr"
+    name: str
+
+
+@dataclass(frozen=True)
+class Builtin(Node):
+    """A built-in function spelled with back-ticks: `` `sqrt`(x) ``."""
+
+    name: str
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class TypeArg(Node):
+    """A type argument of an invocation: `op<real, T>(...)`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AttributeValue(Node):
+    """`name = value` in an invocation's attribute braces."""
+
+    name: str
+    value: "Expr"
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    """`[label:] a.b.op<T>{attr=v}(args)`, a cast `int(x)` or a plain built-in `sqrt(x)`.
+
+    `attributes` is None when no braces were written and () for empty braces `op{}(x)`.
+    """
+
+    callee: tuple[str, ...]
+    args: tuple["Expr", ...]
+    generics: tuple[TypeArg, ...] = ()
+    attributes: tuple[AttributeValue, ...] | None = None
+    label: str | None = None
+
+
+Expr = Union[
+    Name, IntLiteral, RealLiteral, BoolLiteral, Constant, StringLiteral, Placeholder, ListExpr,
+    Expand, Zip, Unary, Binary, Select, Fold, Subscript, Substitute, Member, Builtin, Call,
+    Bounded,
+]
+ListItem = Union[Expr, Range]
+IndexItem = Union[Expr, Slice]
+
+
+# ----------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class PackSpec(Node):
+    """`..` or `..(length)`; `modifier` is 'static'/'dynamic' (Khronos) or None."""
+
+    length: Expr | None = None
+    modifier: str | None = None
+
+
+@dataclass(frozen=True)
+class Extent(Node):
+    """One item of a shape: `[..]expr[|bound][..(n)]`, with an optional static/dynamic modifier."""
+
+    value: Expr
+    distinct: bool = False
+    bound: Expr | None = None
+    pack: PackSpec | None = None
+    modifier: str | None = None
+
+
+@dataclass(frozen=True)
+class TypeSpec(Node):
+    """`[optional] [dynamic|static] name[^(rank)][[extents]][..(n)]`.
+
+    `shape` is None when no brackets were written and () for `real[]`.
+    """
+
+    name: str
+    optional: bool = False
+    modifier: str | None = None
+    rank: str | None = None
+    shape: tuple[Extent, ...] | None = None
+    pack: PackSpec | None = None
+
+
+# ----------------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True)
+class DtypeDecl(Node):
+    """`T: num [= real];` in @dtype."""
+
+    name: str
+    base: str
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class IndexBound(Node):
+    """`i < bound` after a lowering formula or a per-element constant initialiser."""
+
+    name: str
+    bound: Expr
+
+
+@dataclass(frozen=True)
+class ParamDecl(Node):
+    """`name: type [= value [, i < n]...];` in @attrib, @input, @output, @constant, @variable."""
+
+    name: str
+    type: TypeSpec
+    default: Expr | None = None
+    bounds: tuple[IndexBound, ...] = ()
+
+
+@dataclass(frozen=True)
+class LName(Node):
+    """A named target: `a`, `a..`, `a..(n)`, or typed `a: real[n]`."""
+
+    name: str
+    type: TypeSpec | None = None
+    pack: PackSpec | None = None
+
+
+@dataclass(frozen=True)
+class LZip(Node):
+    """`(a, b)..` inside a list target: unzipping."""
+
+    items: tuple[LName, ...]
+    pack: PackSpec | None = None
+
+
+@dataclass(frozen=True)
+class LList(Node):
+    """`[a, b..]` or `[(a, b)..]` as a target."""
+
+    items: tuple[Union[LName, LZip, "LPlaceholder"], ...]
+
+
+@dataclass(frozen=True)
+class LPlaceholder(Node):
+    """`~` as a target: the result is discarded."""
+
+
+LValue = Union[LName, LList, LZip, LPlaceholder]
+
+
+@dataclass(frozen=True)
+class UsingDecl(Node):
+    """`target = value;` in @using."""
+
+    target: LValue
+    value: Expr
+
+
+@dataclass(frozen=True)
+class PrintedValue(Node):
+    """A value printed with a failed assertion: `expr`, `label: expr` or `'text': expr`."""
+
+    value: Expr
+    label: str | None = None
+    quoted_label: bool = False
+
+
+@dataclass(frozen=True)
+class Assertion(Node):
+    """`cond [: message [, printed]...];` in @assert."""
+
+    cond: Expr
+    message: StringLiteral | None = None
+    printed: tuple[PrintedValue, ...] = ()
+
+
+@dataclass(frozen=True)
+class LocalAssign(Node):
+    """`z = e` (spec) or `with z = e:` (Khronos): a loop-local scalar of a lowering formula."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class IterCount(Node):
+    """`..(n)`, `..(i -> n)` or `..(i ->)` after `do`/`unroll`."""
+
+    index: str | None = None
+    count: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Lowering(Node):
+    """`[unroll..(k -> n)] locals, target op value, i < n, ... [| cond];` in @lower.
+
+    `op` is one of = += *= &= |= := <= >= (the Khronos `<?=`/`>?=` are normalised to `<=`/`>=`).
+    """
+
+    target: Expr
+    op: str
+    value: Expr
+    bounds: tuple[IndexBound, ...] = ()
+    condition: Expr | None = None
+    locals: tuple[LocalAssign, ...] = ()
+    unroll: tuple[IterCount, ...] = ()
+
+
+@dataclass(frozen=True)
+class Region(Node):
+    """`[label:] { components; yield values; }`: an embedded block of a composition."""
+
+    components: tuple["Component", ...]
+    yields: tuple[Expr, ...]
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class IfExpr(Node):
+    """`if c then a elif d then b else e`: `branches` holds (condition, consequent) pairs."""
+
+    branches: tuple[tuple["Rhs", "Rhs"], ...]
+    otherwise: "Rhs"
+
+
+@dataclass(frozen=True)
+class Carried(Node):
+    """A loop-carried variable in `with name[: type] = init`."""
+
+    name: str
+    init: Expr
+    type: TypeSpec | None = None
+
+
+@dataclass(frozen=True)
+class Scan(Node):
+    """A scan input in `for name : pack`."""
+
+    name: str
+    pack: Expr
+
+
+@dataclass(frozen=True)
+class LoopExpr(Node):
+    """`[with ...] [for ...] [while c] do|unroll [..(i -> n)] body [while c]`."""
+
+    body: "Rhs"
+    carried: tuple[Carried, ...] = ()
+    scans: tuple[Scan, ...] = ()
+    pre_condition: "Rhs | None" = None
+    post_condition: "Rhs | None" = None
+    count: IterCount | None = None
+    unroll: bool = False
+
+
+Rhs = Union[Expr, Region, IfExpr, LoopExpr]
+
+
+@dataclass(frozen=True)
+class Component(Node):
+    """`targets = value;` in @compose / @update / a region."""
+
+    targets: tuple[LValue, ...]
+    value: Rhs
+
+
+@dataclass(frozen=True)
+class Quantization(Node):
+    """`tensor: op<T>{attr=v};` in @quantize."""
+
+    tensor: tuple[str, ...]
+    operator: tuple[str, ...]
+    generics: tuple[TypeArg, ...] = ()
+    attributes: tuple[AttributeValue, ...] | None = None
+
+
+Entry = Union[DtypeDecl, ParamDecl, UsingDecl, Assertion, Lowering, Component, Quantization]
+
+BLOCK_NAMES = (
+    "dtype", "attrib", "input", "output", "constant", "variable", "using", "assert", "lower",
+    "compose", "update", "quantize",
+)
+
+
+@dataclass(frozen=True)
+class Block(Node):
+    """`@kind { entries }`; `kind` is one of BLOCK_NAMES."""
+
+    kind: str
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True)
+class OperatorDef(Node):
+    """`[public] operator|graph name { blocks }`."""
+
+    name: str
+    blocks: tuple[Block, ...]
+    is_graph: bool = False
+    public: bool = False
+
+    def block(self, kind: str) -> Block | None:
+        """The first block of the given kind, if any."""
+        return next((b for b in self.blocks if b.kind == kind), None)
+
+
+@dataclass(frozen=True)
+class Import(Node):
+    """One imported module name: `import a.b;` gives ('a', 'b')."""
+
+    module: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    """A parsed file: its imports and its operator / graph definitions, in source order."""
+
+    imports: tuple[Import, ...]
+    definitions: tuple[OperatorDef, ...]
