@@ -84,6 +84,7 @@ class Parser:
         self.pos = 0
         self.warnings: list[Diagnostic] = []
         self._parenthesized: set[int] = set()
+        self.end_description = "end of file"
 
     # ------------------------------------------------------------------ token helpers
 
@@ -153,7 +154,7 @@ class Parser:
 
     def describe(self, token: Token) -> str:
         if token.kind == "eof":
-            return "end of file"
+            return self.end_description
         if token.kind == "string":
             return "a string literal"
         if token.kind in ("int", "real"):
@@ -169,6 +170,8 @@ class Parser:
 
     def error_expected(self, what: str, opened: Token | None = None) -> SyntaxDiagnostic:
         notes = []
+        if self.tok.is_op(")", "]", "}") and opened is None:
+            notes.append(f"is this '{self.tok.text}' unmatched?")
         if opened is not None:
             line, col = self.source.position(opened.start)
             notes.append(f"'{opened.text}' opened at {self.source.path}:{line}:{col}")
@@ -642,6 +645,10 @@ class Parser:
         if self.at_op(".."):
             self.advance()
             count = None
+            if self.tok.kind in ("int", "real"):
+                raise self.error(
+                    "a repetition count after '..' must be in parentheses, as in 'x..(5)'",
+                    notes=["an expansion 'x..' must be followed by ',' or a closing bracket"])
             if self.at_op("("):
                 opened = self.advance()
                 count = self.parse_expr()
@@ -955,6 +962,7 @@ class Parser:
             raise SyntaxDiagnostic("empty '{}' in string (write '\\{\\}' for braces)",
                                    self.source.span(start - 1, end + 1))
         inner = Parser(self.source, tokens)
+        inner.end_description = "end of the '{...}' insertion"
         expr = inner.parse_item()
         inner.expect_eof()
         self.warnings.extend(inner.warnings)
