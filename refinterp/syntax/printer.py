@@ -236,7 +236,10 @@ def _item(expr: ast.Expr) -> str:
     """An expression in an item position, where an expansion `e..(n)` may stand."""
     if isinstance(expr, ast.Expand):
         count = f"({_expr(expr.count)})" if expr.count is not None else ""
-        return _spaced(_item_operand(expr.operand), ".." + count)
+        operand = _item_operand(expr.operand)
+        if operand.endswith("."):  # `(x + ..)..`, never `x + .. ..`
+            operand = f"({operand})"
+        return _spaced(operand, ".." + count)
     return _expr(expr)
 
 
@@ -281,9 +284,13 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
     if isinstance(expr, ast.Binary):
         prec = _precedence(expr)
         right_min = 1.0 if expr.op == "??" else prec + 1
-        return f"{_expr(expr.left, prec)} {expr.op} {_expr(expr.right, right_min)}"
+        # `(a < b) > c`: never print `a < b > (c)`, which reads as a generic invocation.
+        left_min = prec + 1 if prec == BINARY_PRECEDENCE["<"] else prec
+        return f"{_expr(expr.left, left_min)} {expr.op} {_expr(expr.right, right_min)}"
     if isinstance(expr, ast.Select):
-        text = f"{_expr(expr.cond, _COALESCE)} ? {_expr(expr.then)}"
+        # A select in the then-branch is parenthesised: `c ? (d ? a) : b` needs it.
+        then = _expr(expr.then, _COALESCE)
+        text = f"{_expr(expr.cond, _COALESCE)} ? {then}"
         if expr.otherwise is not None:
             text += f" : {_expr(expr.otherwise)}"
         return text
@@ -310,16 +317,16 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
 
 def _list_item(item: ast.ListItem) -> str:
     if isinstance(item, ast.Range):
-        step = f":{_expr(item.step)}" if item.step is not None else ""
-        return f"{_expr(item.start)}:{_expr(item.stop)}{step}"
+        step = f":{_expr(item.step, _COALESCE)}" if item.step is not None else ""
+        return f"{_expr(item.start, _COALESCE)}:{_expr(item.stop, _COALESCE)}{step}"
     return _item(item)
 
 
 def _index_item(item: ast.IndexItem) -> str:
     if isinstance(item, ast.Slice):
-        start = _expr(item.start) if item.start is not None else ""
-        stop = _expr(item.stop) if item.stop is not None else ""
-        step = f":{_expr(item.step)}" if item.step is not None else ""
+        start = _expr(item.start, _COALESCE) if item.start is not None else ""
+        stop = _expr(item.stop, _COALESCE) if item.stop is not None else ""
+        step = f":{_expr(item.step, _COALESCE)}" if item.step is not None else ""
         return f"{start}:{stop}{step}"
     return _item(item)
 
@@ -327,7 +334,7 @@ def _index_item(item: ast.IndexItem) -> str:
 def _bounded(expr: ast.Bounded) -> str:
     text = _expr(expr.index)
     if expr.lower is not None and expr.upper is not None:
-        text += f" <> {_expr(expr.lower)} : {_expr(expr.upper)}"
+        text += f" <> {_expr(expr.lower, _COALESCE)} : {_expr(expr.upper)}"
     return f"|{text}|"
 
 

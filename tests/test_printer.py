@@ -1,0 +1,33 @@
+"""Canonical printer: parse(print(tree)) == tree (issue 2, deliverable 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from refinterp.source import SourceFile
+from refinterp.syntax import parse_expression, parse_module
+from refinterp.syntax.printer import format_expr, format_module
+
+from .strategies import expressions
+
+CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"
+CORPUS_FILES = sorted(CORPUS.glob("*.sknd"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(expressions)
+def test_expression_round_trip(tree) -> None:
+    text = format_expr(tree)
+    assert parse_expression(SourceFile("printed", text)) == tree, text
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_corpus_round_trip_and_idempotence(path: Path) -> None:
+    tree = parse_module(SourceFile.read(path)).module
+    text = format_module(tree)
+    again = parse_module(SourceFile("printed", text)).module
+    assert again == tree
+    assert format_module(again) == text
