@@ -229,10 +229,14 @@ IndexItem = Union[Expr, Slice]
 
 @dataclass(frozen=True)
 class PackSpec(Node):
-    """`..` or `..(length)`; `modifier` is 'static'/'dynamic' (Khronos) or None."""
+    """`..`, `..(length)` or `..(length|bound)` (a dynamic length with its upper bound).
+
+    `modifier` is 'static'/'dynamic' (Khronos) or None.
+    """
 
     length: Expr | None = None
     modifier: str | None = None
+    bound: Expr | None = None
 
 
 @dataclass(frozen=True)

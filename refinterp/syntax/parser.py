@@ -302,8 +302,15 @@ class Parser:
 
     def parse_type_spec(self) -> ast.TypeSpec:
         start = self.tok
-        optional = self.accept_word("optional") is not None
-        modifier = self.parse_modifier()
+        optional = False
+        modifier = None
+        while True:  # `optional` and `static`/`dynamic` in either order
+            if not optional and self.at_word("optional") and self.peek().kind == "name":
+                optional = self.advance() is not None
+            elif modifier is None and (word := self.parse_modifier()) is not None:
+                modifier = word
+            else:
+                break
         name = self.expect_name("a type name").text
         rank = None
         if self.accept_op("^"):
@@ -346,14 +353,16 @@ class Parser:
 
     def parse_pack_spec(self) -> ast.PackSpec:
         start = self.expect_op("..")
-        length = None
+        length = bound = None
         modifier = None
         if self.at_op("("):
             opened = self.advance()
             modifier = self.parse_modifier()
             length = self.parse_expr()
+            if self.accept_op("|"):
+                bound = self.parse_expr()
             self.expect_op(")", "to close the pack length", opened)
-        return ast.PackSpec(length, modifier, span=self.span(start))
+        return ast.PackSpec(length, modifier, bound, span=self.span(start))
 
     def parse_index_bound(self) -> ast.IndexBound:
         start = self.tok

@@ -180,8 +180,8 @@ def _lvalue(target: ast.LValue) -> str:
 
 
 def _type(spec: ast.TypeSpec) -> str:
-    text = "optional " if spec.optional else ""
-    text += f"{spec.modifier} " if spec.modifier else ""
+    text = f"{spec.modifier} " if spec.modifier else ""
+    text += "optional " if spec.optional else ""
     text += spec.name
     if spec.rank is not None:
         text += f"^({spec.rank})"
@@ -205,7 +205,8 @@ def _pack(pack: ast.PackSpec | None) -> str:
     if pack.length is None:
         return ".."
     modifier = f"{pack.modifier} " if pack.modifier else ""
-    return f"..({modifier}{_expr(pack.length)})"
+    bound = f"|{_expr(pack.bound)}" if pack.bound is not None else ""
+    return f"..({modifier}{_expr(pack.length)}{bound})"
 
 
 def _spaced(text: str, suffix: str) -> str:
