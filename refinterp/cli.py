@@ -128,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DIAGNOSTIC
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `refinterp parse ... | head`: the reader went away
+        sys.stderr.close()
+        return EXIT_OK
     except Exception as exc:  # a bug: never show a traceback unless asked
         if args.debug:
             raise

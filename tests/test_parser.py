@@ -109,6 +109,13 @@ def test_select_coalesce_null_test() -> None:
     assert expr("?x && c ? x : 0") == Select(Binary("&&", Unary("?", x), c), x, IntLiteral(0))
     assert expr("2 * p ?? q + 1") == Binary("??", Binary("*", IntLiteral(2), Name("p")),
                                             Binary("+", Name("q"), IntLiteral(1)))
+    # Level 0 is right-associative (the Khronos nn.conv writes
+    # `padding[:d] ?? padding_align == 'UPPER' ? paddings / 2 : paddings \ 2`).
+    assert expr("a ?? b ? c : x") == Binary("??", a, Select(b, c, x))
+    assert expr("c ? a : b ?? x") == Select(c, a, Binary("??", b, x))
+    assert expr("c ? a : b ? x : a") == Select(c, a, Select(b, x, a))
+    assert expr("a ?? b ?? c") == Binary("??", a, Binary("??", b, c))
+    assert expr("(c ? a : b) ?? x") == Binary("??", Select(c, a, b), x)
 
 
 def test_is_in_and_keywords_as_names() -> None:

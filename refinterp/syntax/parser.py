@@ -677,14 +677,13 @@ class Parser:
             if op is None:
                 if min_prec > 0:
                     return left
+                # Level 0, right-associative: `a ?? b ? c : d` is `a ?? (b ? c : d)`.
                 if token.is_op("?"):
-                    left = self.parse_select(left, start)
-                    continue
+                    return self.parse_select(left, start)
                 if token.is_op("??"):
                     self.advance()
-                    right = self.parse_expr(1)
-                    left = ast.Binary("??", left, right, span=self.span(start))
-                    continue
+                    right = self.parse_expr(0)
+                    return ast.Binary("??", left, right, span=self.span(start))
                 if token.is_op(":=") and self.peek().is_op(".."):
                     self.advance()
                     self.advance()

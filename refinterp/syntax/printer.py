@@ -15,9 +15,10 @@ from .parser import BINARY_PRECEDENCE, UNARY_PRECEDENCE
 INDENT = "    "
 _POSTFIX = 9.0  # subscripts, members, primaries
 
-# Precedence of the level-0 forms (select, coalescing, := fold) and substitution, whose value
-# extends to the right as far as a level-1 expression does.
-_SELECT, _COALESCE, _SUBSTITUTE = 0.0, 0.5, 0.75
+# Level 0 holds select and coalescing (right-associative) and the `:=` fold (a postfix whose
+# result may still be the condition of a select); substitution's value extends to the right as
+# far as a level-1 expression does.
+_SELECT, _UNIFORM_FOLD, _SUBSTITUTE = 0.0, 0.5, 0.75
 
 
 def format_module(module: ast.Module) -> str:
@@ -223,9 +224,9 @@ def _precedence(expr: ast.Expr) -> float:
     if isinstance(expr, ast.Select):
         return _SELECT
     if isinstance(expr, ast.Binary):
-        return _COALESCE if expr.op == "??" else BINARY_PRECEDENCE[expr.op]
+        return _SELECT if expr.op == "??" else BINARY_PRECEDENCE[expr.op]
     if isinstance(expr, ast.Fold):
-        return _COALESCE if expr.op == ":=" else BINARY_PRECEDENCE[expr.op]
+        return _UNIFORM_FOLD if expr.op == ":=" else BINARY_PRECEDENCE[expr.op]
     if isinstance(expr, ast.Substitute):
         return _SUBSTITUTE
     if isinstance(expr, ast.Unary):
@@ -283,15 +284,17 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
     if isinstance(expr, ast.Unary):
         return expr.op + _expr(expr.operand, UNARY_PRECEDENCE + 1)
     if isinstance(expr, ast.Binary):
+        if expr.op == "??":
+            return f"{_expr(expr.left, _UNIFORM_FOLD)} ?? {_expr(expr.right)}"
         prec = _precedence(expr)
-        right_min = 1.0 if expr.op == "??" else prec + 1
+        right_min = prec + 1
         # `(a < b) > c`: never print `a < b > (c)`, which reads as a generic invocation.
         left_min = prec + 1 if prec == BINARY_PRECEDENCE["<"] else prec
         return f"{_expr(expr.left, left_min)} {expr.op} {_expr(expr.right, right_min)}"
     if isinstance(expr, ast.Select):
         # A select in the then-branch is parenthesised: `c ? (d ? a) : b` needs it.
-        then = _expr(expr.then, _COALESCE)
-        text = f"{_expr(expr.cond, _COALESCE)} ? {then}"
+        then = _expr(expr.then, _UNIFORM_FOLD)
+        text = f"{_expr(expr.cond, _UNIFORM_FOLD)} ? {then}"
         if expr.otherwise is not None:
             text += f" : {_expr(expr.otherwise)}"
         return text
@@ -318,16 +321,16 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
 
 def _list_item(item: ast.ListItem) -> str:
     if isinstance(item, ast.Range):
-        step = f":{_expr(item.step, _COALESCE)}" if item.step is not None else ""
-        return f"{_expr(item.start, _COALESCE)}:{_expr(item.stop, _COALESCE)}{step}"
+        step = f":{_expr(item.step, _UNIFORM_FOLD)}" if item.step is not None else ""
+        return f"{_expr(item.start, _UNIFORM_FOLD)}:{_expr(item.stop, _UNIFORM_FOLD)}{step}"
     return _item(item)
 
 
 def _index_item(item: ast.IndexItem) -> str:
     if isinstance(item, ast.Slice):
-        start = _expr(item.start, _COALESCE) if item.start is not None else ""
-        stop = _expr(item.stop, _COALESCE) if item.stop is not None else ""
-        step = f":{_expr(item.step, _COALESCE)}" if item.step is not None else ""
+        start = _expr(item.start, _UNIFORM_FOLD) if item.start is not None else ""
+        stop = _expr(item.stop, _UNIFORM_FOLD) if item.stop is not None else ""
+        step = f":{_expr(item.step, _UNIFORM_FOLD)}" if item.step is not None else ""
         return f"{start}:{stop}{step}"
     return _item(item)
 
@@ -335,7 +338,7 @@ def _index_item(item: ast.IndexItem) -> str:
 def _bounded(expr: ast.Bounded) -> str:
     text = _expr(expr.index)
     if expr.lower is not None and expr.upper is not None:
-        text += f" <> {_expr(expr.lower, _COALESCE)} : {_expr(expr.upper)}"
+        text += f" <> {_expr(expr.lower, _UNIFORM_FOLD)} : {_expr(expr.upper)}"
     return f"|{text}|"
 
 
