@@ -20,6 +20,8 @@ CASES = [
     ("operator a {\n  @compose {\n    y = if c then f(x);\n  }\n}\n", 3, 23, "'else'"),
     ("operator a {\n  @compose {\n    y = { z = f(x); };\n  }\n}\n", 3, 21, "'yield'"),
     ("import ;\n", 1, 8, "expected a module name"),
+    # A ';' forgotten at the end of a line is reported just past that line's last token.
+    ("operator a {\n  @input {\n    B: real[k,n]\n  }\n}\n", 3, 17, "expected ';'"),
     ("operator a {\n  @input { x: real[n; }\n}\n", 2, 21, "expected ',' or ']'"),
     ("graph\n", 1, 6, "expected a name"),  # just past the last token
     ("operator a {\n  @assert { x: \"{\"; }\n}\n", 2, 17, "unclosed '{'"),

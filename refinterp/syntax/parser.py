@@ -123,7 +123,16 @@ class Parser:
     def expect_op(self, op: str, context: str = "", opened: Token | None = None) -> Token:
         if self.at_op(op):
             return self.advance()
-        raise self.error_expected(f"'{op}'" + (f" {context}" if context else ""), opened)
+        what = f"'{op}'" + (f" {context}" if context else "")
+        if op == ";" and self.pos > 0:
+            # A forgotten ';' at the end of a line: point just past the line's last token.
+            previous = self.tokens[self.pos - 1]
+            if self.source.position(previous.end)[0] < self.source.position(self.tok.start)[0]:
+                after_line = self.source.span(previous.end, previous.end + 1)
+                raise SyntaxDiagnostic(
+                    f"expected {what}, found {self.describe(self.tok)} on the next line",
+                    after_line)
+        raise self.error_expected(what, opened)
 
     def expect_word(self, word: str, context: str = "") -> Token:
         if self.at_word(word):
