@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .diagnostics import Diagnostic, render
-from .modules import Loader, Program, resolve_main
+from .modules import Loader, Program, read_source, resolve_main
 from .source import SourceFile
 from .syntax.parser import parse_module
 from .syntax.printer import format_module
@@ -79,7 +79,7 @@ def cmd_parse(args: argparse.Namespace, out: Output) -> int:
 def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
     """Print the canonical form of a file (or rewrite it in place)."""
     path = resolve_main(args.file)
-    source = SourceFile.read(path)
+    source = read_source(path)
     result = parse_module(source)
     for warning in result.warnings:
         out.diagnostic(warning)
@@ -88,6 +88,36 @@ def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
         Path(path).write_text(text, encoding="utf-8")
     else:
         out.result(text.rstrip("\n"))
+    return EXIT_OK
+
+
+def parse_attribute(text: str, profile: object) -> tuple[str, object]:
+    """`NAME=VALUE` where VALUE is a SkriptND literal expression (`3`, `[1, 2]`, `'x'`)."""
+    from .expr import Environment, evaluate
+    from .syntax.parser import parse_expression
+
+    name, sep, value_text = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise Diagnostic(f"--attrib expects NAME=VALUE; got '{text}'")
+    source = SourceFile(f"<attrib {name}>", value_text)
+    return name, evaluate(parse_expression(source), Environment(profile=profile))
+
+
+def cmd_expr(args: argparse.Namespace, out: Output) -> int:
+    """Evaluate one compile-time expression and print its value."""
+    from . import semantics
+    from .expr import Environment, evaluate
+    from .syntax.parser import parse_expression
+    from .values import format_literal, to_json
+
+    profile = semantics.PROFILES[args.profile]
+    env = Environment(profile=profile)
+    for text in args.attrib:
+        name, value = parse_attribute(text, profile)
+        env.values[name] = value
+    value = evaluate(parse_expression(SourceFile("<expr>", args.expression)), env)
+    out.result(to_json(value) if args.json else format_literal(value))
     return EXIT_OK
 
 
@@ -112,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_cmd.add_argument("-i", "--in-place", action="store_true",
                          help="rewrite the file instead of printing it")
     fmt_cmd.set_defaults(run=cmd_fmt)
+
+    expr_cmd = commands.add_parser("expr", help="evaluate a compile-time expression")
+    expr_cmd.add_argument("expression", metavar="EXPR")
+    expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
+                          help="a symbol and its value, a SkriptND literal expression")
+    expr_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec",
+                          help="numeric rules (docs/semantics.md); default: spec")
+    expr_cmd.add_argument("--json", action="store_true", help="print the value as JSON")
+    expr_cmd.set_defaults(run=cmd_expr)
     return parser
 
 

@@ -61,6 +61,14 @@ def resolve_main(path: str | Path) -> Path:
     return path
 
 
+def read_source(path: Path) -> SourceFile:
+    """Read a source file; an unreadable file is a diagnostic, not a crash."""
+    try:
+        return SourceFile.read(path)
+    except OSError as exc:
+        raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
 class Loader:
     """Loads modules with a search path; shares parsed modules between imports."""
 
@@ -88,10 +96,7 @@ class Loader:
         cached = self._by_path.get(key)
         if cached is not None:
             return cached
-        try:
-            source = SourceFile.read(path)
-        except OSError as exc:
-            raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
+        source = read_source(path)
         result = parse_module(source)
         loaded = LoadedModule(name, path, source, result.module, result.warnings)
         stack = [*stack, key]
