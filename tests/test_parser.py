@@ -129,6 +129,9 @@ def test_folds_and_cumulative_folds() -> None:
     for op in ["+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", "<<", ">>"]:
         assert expr(f"x {op} ..") == Fold(op, x)
     assert expr("x := ..") == Fold(":=", x)
+    # `:=` folds at the comparison level (Khronos): `a && b := ..` folds b only.
+    assert expr("a && b := ..") == Binary("&&", a, Fold(":=", b))
+    assert expr("a + b := ..") == Fold(":=", Binary("+", a, b))
     for op in ["+", "*", "&&", "||", "<<", ">>"]:
         assert expr(f"x {op} ...") == Fold(op, x, True)
     assert expr("x <? ..") == Fold("<<", x)
@@ -322,6 +325,10 @@ def test_quantize_entries() -> None:
     q, = entries("quantize", "op1.a: quant.linear<real>{bits=8};")
     assert q == ast.Quantization(("op1", "a"), ("quant", "linear"), (ast.TypeArg("real"),),
                                  (ast.AttributeValue("bits", IntLiteral(8)),))
+
+
+def test_attribute_colon_is_rejected_with_a_hint() -> None:
+    assert "write 'a=...'" in error_of(wrap("compose", "y = op{a: 42}(x);")).message
 
 
 def test_duplicate_block_is_an_error() -> None:

@@ -29,6 +29,7 @@ BINARY_PRECEDENCE: dict[str, int] = {
     "**": 8,
 }
 UNARY_PRECEDENCE = 7
+FOLD_PRECEDENCE = {":=": 3}  # `:=` exists only as a fold, at the comparison level (Khronos)
 UNARY_OPERATORS = ("+", "-", "!", "?")
 WORD_OPERATORS = ("is", "in")
 
@@ -693,13 +694,8 @@ class Parser:
                     self.advance()
                     right = self.parse_expr(0)
                     return ast.Binary("??", left, right, span=self.span(start))
-                if token.is_op(":=") and self.peek().is_op(".."):
-                    self.advance()
-                    self.advance()
-                    left = ast.Fold(":=", left, False, span=self.span(start))
-                    continue
                 return left
-            prec = BINARY_PRECEDENCE[op]
+            prec = FOLD_PRECEDENCE.get(op) or BINARY_PRECEDENCE[op]
             if prec < min_prec:
                 return left
             following = self.peek()
@@ -720,6 +716,8 @@ class Parser:
 
     def _binary_operator(self, token: Token) -> str | None:
         if token.kind == "op":
+            if token.text == ":=":  # only as the uniform-value fold `x := ..`
+                return ":=" if self.peek().is_op("..") else None
             return token.text if token.text in BINARY_PRECEDENCE else None
         if token.kind == "name" and token.text in WORD_OPERATORS:
             return token.text
@@ -907,9 +905,10 @@ class Parser:
 
         def attribute() -> ast.AttributeValue:
             start = self.expect_name("an attribute name")
-            if not self.at_op("=", ":"):
-                raise self.error_expected(f"'=' after attribute '{start.text}'")
-            self.advance()
+            if self.at_op(":"):  # the spec's §2.10 example writes `op{a: 42}`, a typo
+                raise self.error(f"attribute values are given with '=': write "
+                                 f"'{start.text}=...'")
+            self.expect_op("=", f"after attribute '{start.text}'")
             value = self.parse_item()
             return ast.AttributeValue(start.text, value, span=self.span(start))
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 import math
 
 from . import ast
-from .parser import BINARY_PRECEDENCE, UNARY_PRECEDENCE
+from .parser import BINARY_PRECEDENCE, FOLD_PRECEDENCE, UNARY_PRECEDENCE
 
 INDENT = "    "
 _POSTFIX = 9.0  # subscripts, members, primaries
 
-# Level 0 holds select and coalescing (right-associative) and the `:=` fold (a postfix whose
-# result may still be the condition of a select); substitution's value extends to the right as
-# far as a level-1 expression does.
-_SELECT, _UNIFORM_FOLD, _SUBSTITUTE = 0.0, 0.5, 0.75
+# Level 0 holds select and coalescing (right-associative); substitution's value extends to the
+# right as far as a level-1 expression does. _ABOVE_SELECT parenthesises level-0 forms.
+_SELECT, _ABOVE_SELECT, _SUBSTITUTE = 0.0, 0.5, 0.75
 
 
 def format_module(module: ast.Module) -> str:
@@ -226,7 +225,7 @@ def _precedence(expr: ast.Expr) -> float:
     if isinstance(expr, ast.Binary):
         return _SELECT if expr.op == "??" else BINARY_PRECEDENCE[expr.op]
     if isinstance(expr, ast.Fold):
-        return _UNIFORM_FOLD if expr.op == ":=" else BINARY_PRECEDENCE[expr.op]
+        return FOLD_PRECEDENCE.get(expr.op) or BINARY_PRECEDENCE[expr.op]
     if isinstance(expr, ast.Substitute):
         return _SUBSTITUTE
     if isinstance(expr, ast.Unary):
@@ -285,7 +284,7 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
         return expr.op + _expr(expr.operand, UNARY_PRECEDENCE + 1)
     if isinstance(expr, ast.Binary):
         if expr.op == "??":
-            return f"{_expr(expr.left, _UNIFORM_FOLD)} ?? {_expr(expr.right)}"
+            return f"{_expr(expr.left, _ABOVE_SELECT)} ?? {_expr(expr.right)}"
         prec = _precedence(expr)
         right_min = prec + 1
         # `(a < b) > c`: never print `a < b > (c)`, which reads as a generic invocation.
@@ -293,8 +292,8 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
         return f"{_expr(expr.left, left_min)} {expr.op} {_expr(expr.right, right_min)}"
     if isinstance(expr, ast.Select):
         # A select in the then-branch is parenthesised: `c ? (d ? a) : b` needs it.
-        then = _expr(expr.then, _UNIFORM_FOLD)
-        text = f"{_expr(expr.cond, _UNIFORM_FOLD)} ? {then}"
+        then = _expr(expr.then, _ABOVE_SELECT)
+        text = f"{_expr(expr.cond, _ABOVE_SELECT)} ? {then}"
         if expr.otherwise is not None:
             text += f" : {_expr(expr.otherwise)}"
         return text
@@ -321,16 +320,16 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
 
 def _list_item(item: ast.ListItem) -> str:
     if isinstance(item, ast.Range):
-        step = f":{_expr(item.step, _UNIFORM_FOLD)}" if item.step is not None else ""
-        return f"{_expr(item.start, _UNIFORM_FOLD)}:{_expr(item.stop, _UNIFORM_FOLD)}{step}"
+        step = f":{_expr(item.step, _ABOVE_SELECT)}" if item.step is not None else ""
+        return f"{_expr(item.start, _ABOVE_SELECT)}:{_expr(item.stop, _ABOVE_SELECT)}{step}"
     return _item(item)
 
 
 def _index_item(item: ast.IndexItem) -> str:
     if isinstance(item, ast.Slice):
-        start = _expr(item.start, _UNIFORM_FOLD) if item.start is not None else ""
-        stop = _expr(item.stop, _UNIFORM_FOLD) if item.stop is not None else ""
-        step = f":{_expr(item.step, _UNIFORM_FOLD)}" if item.step is not None else ""
+        start = _expr(item.start, _ABOVE_SELECT) if item.start is not None else ""
+        stop = _expr(item.stop, _ABOVE_SELECT) if item.stop is not None else ""
+        step = f":{_expr(item.step, _ABOVE_SELECT)}" if item.step is not None else ""
         return f"{start}:{stop}{step}"
     return _item(item)
 
@@ -338,7 +337,7 @@ def _index_item(item: ast.IndexItem) -> str:
 def _bounded(expr: ast.Bounded) -> str:
     text = _expr(expr.index)
     if expr.lower is not None and expr.upper is not None:
-        text += f" <> {_expr(expr.lower, _UNIFORM_FOLD)} : {_expr(expr.upper)}"
+        text += f" <> {_expr(expr.lower, _ABOVE_SELECT)} : {_expr(expr.upper)}"
     return f"|{text}|"
 
 
