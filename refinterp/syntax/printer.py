@@ -86,7 +86,7 @@ def _assertion(entry: ast.Assertion) -> str:
         for printed in entry.printed:
             text += ", "
             if printed.label is not None:
-                label = _quote(printed.label) if printed.quoted_label else printed.label
+                label = quote_string(printed.label) if printed.quoted_label else printed.label
                 text += label + ": "
             text += _item(printed.value)
     return text + ";"
@@ -354,7 +354,8 @@ def _attributes(attributes: tuple[ast.AttributeValue, ...] | None) -> str:
 _ESCAPE = {"\\": "\\\\", '"': '\\"', "{": "\\{", "}": "\\}", "\n": "\\n", "\t": "\\t"}
 
 
-def _quote(text: str) -> str:
+def quote_string(text: str) -> str:
+    """A double-quoted SkriptND string literal whose value is `text` (escapes as needed)."""
     return '"' + "".join(_ESCAPE.get(char, char) for char in text) + '"'
 
 
@@ -362,7 +363,7 @@ def _string(literal: ast.StringLiteral) -> str:
     out = []
     for part in literal.parts:
         if isinstance(part, str):
-            out.append(_quote(part)[1:-1])
+            out.append(quote_string(part)[1:-1])
         else:
             out.append("{" + _item(part) + "}")
     return '"' + "".join(out) + '"'
