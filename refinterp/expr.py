@@ -1,0 +1,389 @@
+"""The compile-time expression evaluator (spec §2.4, null propagation §2.4.1).
+
+`evaluate(expr, env)` type-checks the expression (refinterp.types) and then walks the tree.
+Numbers go through refinterp.semantics, the one place for numeric rules; the rules for packs,
+folds, null propagation, selection and formatting live here, each citing its paragraph. Every
+decision where the spec is silent is listed in docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import semantics
+from .diagnostics import Diagnostic
+from .syntax import ast
+from .types import (
+    CASTS, FOLDS_WITH_INITIAL, Checker, Scope, Type, check_expr, type_of_value,
+)
+from .values import NULL, TensorValue, Value, format_inserted
+
+
+class EvalDiagnostic(Diagnostic):
+    """Evaluating a well-typed expression failed (division by zero, index out of range, ...)."""
+
+
+@dataclass
+class Environment:
+    """Values of the symbols an expression may use, generic type bindings, and the profile."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+    types: dict[str, Type] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)          # generic name -> bound
+    dtype_bindings: dict[str, str] = field(default_factory=dict)  # generic name -> concrete
+    profile: semantics.Profile = semantics.SPEC
+
+    def scope(self) -> Scope:
+        symbols = {name: self.types.get(name) or type_of_value(value)
+                   for name, value in self.values.items()}
+        return Scope(symbols, dict(self.dtypes))
+
+
+def evaluate(expr: ast.Expr, env: Environment | None = None) -> Value:
+    """Type-check and evaluate a compile-time expression."""
+    env = env or Environment()
+    types = check_expr(expr, env.scope())
+    return Evaluator(env, types).eval(expr)
+
+
+class Evaluator:
+    """Evaluates one checked expression tree."""
+
+    def __init__(self, env: Environment, types: dict[int, Type]) -> None:
+        self.env = env
+        self.types = types
+        self.profile = env.profile
+
+    def fail(self, node: ast.Node, message: str) -> EvalDiagnostic:
+        return EvalDiagnostic(message, node.span)
+
+    def numeric(self, node: ast.Node, function: Callable, *args: Value) -> Value:
+        """Apply a semantics function, turning its NumericError into a diagnostic at `node`."""
+        try:
+            return function(*args, self.profile)
+        except semantics.NumericError as error:
+            raise self.fail(node, error.message) from None
+
+    def item_base(self, node: ast.Node) -> str:
+        """The (concrete) base type inferred for a node, generics resolved."""
+        base = self.types[id(node)].base
+        return self.env.dtype_bindings.get(base, base)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def eval(self, node: ast.Expr) -> Value:  # noqa: C901 - one case per node type
+        if isinstance(node, ast.IntLiteral):
+            return node.value
+        if isinstance(node, ast.RealLiteral):
+            return node.value
+        if isinstance(node, ast.BoolLiteral):
+            return node.value
+        if isinstance(node, ast.Constant):
+            return math.inf if node.name == "inf" else math.pi
+        if isinstance(node, ast.StringLiteral):
+            return self.eval_string(node)
+        if isinstance(node, ast.Name):
+            return self.env.values[node.name]
+        if isinstance(node, ast.ListExpr):
+            return self.eval_list(node)
+        if isinstance(node, ast.Unary):
+            return self.eval_unary(node)
+        if isinstance(node, ast.Binary):
+            return self.eval_binary(node)
+        if isinstance(node, ast.Select):
+            return self.eval_select(node)
+        if isinstance(node, ast.Fold):
+            return self.eval_fold(node)
+        if isinstance(node, ast.Subscript):
+            return self.eval_subscript(node)
+        if isinstance(node, ast.Substitute):
+            return self.eval_substitute(node)
+        if isinstance(node, ast.Member):
+            return self.eval_member(node)
+        if isinstance(node, ast.Builtin):
+            return self.eval_builtin(node, node.name, node.args[0])
+        if isinstance(node, ast.Call):
+            name = node.callee[0]
+            if name in CASTS or name in self.env.dtypes:
+                return self.eval_cast(node, name)
+            return self.eval_builtin(node, name, node.args[0])
+        raise self.fail(node, f"cannot evaluate {type(node).__name__}")
+
+    # ------------------------------------------------------------------ element-wise core
+
+    def elementwise(self, node: ast.Node, function: Callable[..., Value],
+                    *operands: Value) -> Value:
+        """Apply `function` item by item (§2.4: packs operate element-wise, single values
+        broadcast, packs must have equal lengths); null anywhere gives null (§2.4.1)."""
+        if any(v is NULL for v in operands):
+            return NULL
+        lengths = {len(v) for v in operands if isinstance(v, tuple)}
+        if not lengths:
+            return function(*operands)
+        if len(lengths) > 1:
+            raise self.fail(node, f"packs of different lengths {sorted(lengths)} in an "
+                                  f"element-wise operation")
+        length = lengths.pop()
+        columns = [v if isinstance(v, tuple) else (v,) * length for v in operands]
+        return tuple(function(*row) for row in zip(*columns))
+
+    # ------------------------------------------------------------------ forms
+
+    def eval_string(self, node: ast.StringLiteral) -> Value:
+        pieces = []
+        for part in node.parts:
+            if isinstance(part, str):
+                pieces.append(part)
+                continue
+            value = self.eval(part)
+            if value is NULL:
+                return NULL  # §2.4.1: a formatted string with a null insertion is null
+            pieces.append(format_inserted(value))
+        return "".join(pieces)
+
+    def eval_list(self, node: ast.ListExpr) -> Value:
+        items: list[Value] = []
+        for item in node.items:
+            if isinstance(item, ast.Range):
+                produced = self.eval_range(item)
+            elif isinstance(item, ast.Expand):
+                produced = self.eval_expand(item)
+            else:
+                produced = (self.eval(item),)
+            if produced is NULL or any(v is NULL for v in produced):
+                return NULL  # §2.4.1: a list holding a null is null
+            items.extend(produced)
+        return tuple(items)
+
+    def eval_range(self, item: ast.Range) -> Value:
+        start, stop = self.eval(item.start), self.eval(item.stop)
+        step = self.eval(item.step) if item.step is not None else 1
+        if NULL in (start, stop, step):
+            return NULL
+        if step == 0:
+            raise self.fail(item.step or item, "a range stride must not be 0")
+        return tuple(range(start, stop, step))
+
+    def eval_expand(self, item: ast.Expand) -> Value:
+        if isinstance(item.operand, ast.Zip):
+            packs = [self.eval(p) for p in item.operand.items]
+            if any(p is NULL for p in packs):
+                return NULL
+            if len({len(p) for p in packs}) > 1:
+                raise self.fail(item.operand, f"zipped packs must have equal lengths; got "
+                                              f"{[len(p) for p in packs]}")
+            return tuple(v for row in zip(*packs) for v in row)
+        value = self.eval(item.operand)
+        if item.count is None:
+            return value
+        count = self.eval(item.count)
+        if value is NULL or count is NULL:
+            return NULL
+        if isinstance(count, bool):
+            count = int(count)
+        if count < 0:
+            raise self.fail(item.count, f"a repetition count must not be negative; got {count}")
+        if isinstance(value, tuple):  # `b..(n)` on a pack: an expansion with a length check
+            if len(value) != count:
+                raise self.fail(item.count, f"the pack has length {len(value)}, not {count}")
+            return value
+        return (value,) * count
+
+    def eval_unary(self, node: ast.Unary) -> Value:
+        if node.op == "?":
+            return self.eval(node.operand) is not NULL  # §2.4: never null
+        operand = self.eval(node.operand)
+        return self.elementwise(node, lambda a: self.numeric(node, semantics.unary, node.op, a),
+                                operand)
+
+    def eval_binary(self, node: ast.Binary) -> Value:
+        op = node.op
+        if op == "??":  # §2.4 null coalescing; lazy: the right side only when needed
+            left = self.eval(node.left)
+            return left if left is not NULL else self.eval(node.right)
+        if isinstance(node.left, ast.Fold) and node.left.op == op and \
+                not node.left.cumulative and op in FOLDS_WITH_INITIAL:
+            return self.eval_fold_with_initial(node)
+        left, right = self.eval(node.left), self.eval(node.right)
+        if op == "in":
+            if left is NULL or right is NULL:
+                return NULL
+            return tuple(v in right for v in left) if isinstance(left, tuple) else left in right
+        if op == "is":
+            return self.elementwise(node, _identical, left, right)
+        return self.elementwise(
+            node, lambda a, b: self.numeric(node, semantics.binary, op, a, b), left, right)
+
+    def eval_fold_with_initial(self, node: ast.Binary) -> Value:
+        """§2.4: `x + .. + 42` folds x starting from 42, so an empty x gives 42 (even for
+        `<<` / `>>`, whose plain fold of an empty pack is null)."""
+        fold = node.left
+        assert isinstance(fold, ast.Fold)
+        pack, initial = self.eval(fold.operand), self.eval(node.right)
+        if pack is NULL or initial is NULL:
+            return NULL
+        return self.elementwise(node, lambda init: self.reduce(node, node.op, pack, init),
+                                initial)
+
+    def reduce(self, node: ast.Node, op: str, pack: tuple, initial: Value) -> Value:
+        result = initial
+        for value in pack:
+            result = self.numeric(node, semantics.binary, op, result, value)
+        return result
+
+    def eval_select(self, node: ast.Select) -> Value:
+        """§2.4 select. A single condition evaluates only the taken branch, so a null in the
+        other branch does not matter (`?x ? x : 0`); a pack condition selects item by item."""
+        cond = self.eval(node.cond)
+        if cond is NULL:
+            return NULL
+        if not isinstance(cond, tuple):
+            if cond:
+                return self.eval(node.then)
+            return self.eval(node.otherwise) if node.otherwise is not None else NULL
+        then = self.eval(node.then)
+        otherwise = self.eval(node.otherwise) if node.otherwise is not None else NULL
+        for branch in (then, otherwise):
+            if isinstance(branch, tuple) and len(branch) != len(cond):
+                raise self.fail(node, f"a select with a condition of length {len(cond)} needs "
+                                      f"branches of that length; got {len(branch)}")
+        chosen = []
+        for index, flag in enumerate(cond):
+            branch = then if flag else otherwise
+            if branch is NULL:
+                return NULL  # an item comes from a null branch: the whole pack is null
+            chosen.append(branch[index] if isinstance(branch, tuple) else branch)
+        return tuple(chosen)
+
+    def eval_fold(self, node: ast.Fold) -> Value:
+        pack = self.eval(node.operand)
+        if pack is NULL:
+            return NULL
+        op, base = node.op, self.item_base(node.operand)
+        if node.cumulative:
+            return self.cumulative(node, op, pack)
+        if op in ("+", "*", "&&", "||"):
+            identity = {"+": 0, "*": 1, "&&": True, "||": False}[op]
+            if base == "real":
+                identity = float(identity)
+            return self.reduce(node, op, pack, identity)
+        if op in ("<<", ">>"):
+            if not pack:
+                return NULL  # §2.4: min/max of an empty pack is null
+            return self.reduce(node, op, pack[1:], pack[0])
+        if op in ("<", "<=", ">", ">=", "=="):
+            return all(self.numeric(node, semantics.binary, op, a, b)
+                       for a, b in zip(pack, pack[1:]))
+        if op == "!=":
+            return all(not _identical(a, b) for i, a in enumerate(pack) for b in pack[i + 1:])
+        if op == ":=":
+            # Decision (docs/semantics.md): the uniform value exists iff the pack is non-empty
+            # and all its items are equal by value.
+            if pack and all(_identical(v, pack[0]) for v in pack):
+                return pack[0]
+            return NULL
+        raise self.fail(node, f"unknown fold '{op} ..'")
+
+    def cumulative(self, node: ast.Node, op: str, pack: tuple) -> tuple:
+        results: list[Value] = []
+        for value in pack:
+            results.append(value if not results else
+                           self.numeric(node, semantics.binary, op, results[-1], value))
+        return tuple(results)
+
+    # ------------------------------------------------------------------ indexing
+
+    def indices(self, node: ast.Node, item: ast.IndexItem, length: int) -> list[int] | int:
+        """Positions selected by an index of a pack (or string) of `length` items: an int for a
+        single index, a list otherwise. Null propagates as NULL."""
+        if isinstance(item, ast.Slice):
+            parts = [self.eval(p) if p is not None else None
+                     for p in (item.start, item.stop, item.step)]
+            if NULL in parts:
+                return NULL  # type: ignore[return-value]
+            start, stop, step = parts
+            if step == 0:
+                raise self.fail(item.step or item, "a slice step must not be 0")
+            # §2.4: omitted bounds run over the whole pack in the step's direction; explicit
+            # negative bounds count from the end; out-of-range bounds are clipped (decision).
+            return list(range(length))[slice(start, stop, step)]
+        index = self.eval(item)
+        if index is NULL:
+            return NULL  # type: ignore[return-value]
+        if isinstance(index, tuple):
+            if index and isinstance(index[0], bool):
+                if len(index) != length:
+                    raise self.fail(item, f"a mask of length {len(index)} for a pack of "
+                                          f"length {length}")
+                return [i for i, keep in enumerate(index) if keep]
+            return [self.position(item, i, length) for i in index]
+        return self.position(item, index, length)
+
+    def position(self, node: ast.Node, index: int, length: int) -> int:
+        """§2.4: negative indices count from the end; out of range is an error."""
+        position = index + length if index < 0 else index
+        if not 0 <= position < length:
+            raise self.fail(node, f"index {index} is out of range for length {length}")
+        return position
+
+    def eval_subscript(self, node: ast.Subscript) -> Value:
+        base = self.eval(node.base)
+        if base is NULL:
+            return NULL
+        chosen = self.indices(node, node.items[0], len(base))
+        if chosen is NULL:
+            return NULL
+        if isinstance(chosen, int):
+            return base[chosen]
+        picked = [base[i] for i in chosen]
+        return "".join(picked) if isinstance(base, str) else tuple(picked)
+
+    def eval_substitute(self, node: ast.Substitute) -> Value:
+        base = self.eval(node.target.base)
+        value = self.eval(node.value)
+        if base is NULL or value is NULL:
+            return NULL
+        chosen = self.indices(node.target, node.target.items[0], len(base))
+        if chosen is NULL:
+            return NULL
+        result = list(base)
+        if isinstance(chosen, int):
+            result[chosen] = value
+            return tuple(result)
+        if len(chosen) != len(value):
+            raise self.fail(node, f"{len(chosen)} indices but {len(value)} new values")
+        for position, new in zip(chosen, value):
+            result[position] = new
+        return tuple(result)
+
+    def eval_member(self, node: ast.Member) -> Value:
+        base = self.eval(node.base)
+        if base is NULL:
+            return NULL
+        if node.name == "size":
+            return len(base)
+        assert isinstance(base, TensorValue)
+        return base.shape if node.name == "shape" else len(base.shape)
+
+    # ------------------------------------------------------------------ casts and built-ins
+
+    def eval_cast(self, node: ast.Call, name: str) -> Value:
+        target = self.env.dtype_bindings.get(name, name)
+        if not node.args:
+            return semantics.default_value(target)
+        value = self.eval(node.args[0])
+        return self.elementwise(node, lambda v: self.numeric(node, semantics.cast, target, v),
+                                value)
+
+    def eval_builtin(self, node: ast.Node, name: str, arg: ast.Expr) -> Value:
+        value = self.eval(arg)
+        # Decision (docs/semantics.md): built-ins apply element-wise to packs, like operators.
+        return self.elementwise(node, lambda v: self.numeric(node, semantics.builtin, name, v),
+                                value)
+
+
+def _identical(a: Value, b: Value) -> bool:
+    """Equal values of the same type (`is`, `!=` folds, `:=`): 1 and 1.0 are not identical."""
+    return type(a) is type(b) and a == b

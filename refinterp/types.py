@@ -1,0 +1,436 @@
+"""The type model of compile-time expressions and the static checks run before evaluation (§2.3).
+
+A `Type` is a primitive base (`int real bool str`, a generic name declared in @dtype, or `any`
+for the unknown item type of `[]`) with three modifiers: packed, optional, tensor. `check_expr`
+infers the type of every node of an expression, raising a TypeDiagnostic with the node's span at
+the first error (`1 + true`, `[1, 2.0]`, `x && ..` on ints, `[a..(0.5)]`, ...). The evaluator
+(`refinterp.expr`) reads the inferred types, e.g. to give `[] + ..` of a real pack the value 0.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .diagnostics import Diagnostic
+from .syntax import ast
+
+CONCRETE = ("int", "real", "bool", "str")
+ABSTRACT = ("type", "arith", "num")
+CASTS = ("int", "real", "bool", "str")
+REAL_BUILTINS = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                 "cosh", "tanh", "asinh", "acosh", "atanh", "round", "floor", "ceil", "frac",
+                 "erf")
+NUMERIC_BUILTINS = ("abs", "sign")
+BUILTINS = REAL_BUILTINS + NUMERIC_BUILTINS
+
+ARITHMETIC_OPS = ("+", "-", "*", "/", "\\", "%", "**", "<<", ">>")
+LOGICAL_OPS = ("&&", "||", "^", "=>")
+COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
+ORDER_FOLDS = ("<", "<=", ">", ">=")
+FOLDS_WITH_INITIAL = ("+", "*", "&&", "||", "<<", ">>")
+
+
+class TypeDiagnostic(Diagnostic):
+    """A compile-time expression is ill-typed."""
+
+
+@dataclass(frozen=True)
+class Type:
+    """The type of a compile-time expression."""
+
+    base: str
+    packed: bool = False
+    optional: bool = False
+    tensor: bool = False
+
+    def __str__(self) -> str:
+        text = ("optional " if self.optional else "") + self.base
+        if self.tensor:
+            text += "[..]"
+        return text + (".." if self.packed else "")
+
+    def item(self) -> "Type":
+        return replace(self, packed=False)
+
+
+INT, REAL, BOOL, STR = Type("int"), Type("real"), Type("bool"), Type("str")
+
+
+@dataclass
+class Scope:
+    """What an expression may refer to: symbol types and generic type names with their bound."""
+
+    symbols: dict[str, Type] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+
+
+def check_expr(expr: ast.Expr, scope: Scope) -> dict[int, Type]:
+    """Check `expr`; return the type of every node, keyed by `id(node)`."""
+    checker = Checker(scope)
+    checker.check(expr)
+    return checker.types
+
+
+class Checker:
+    """Infers types bottom-up; one instance per checked expression."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.types: dict[int, Type] = {}
+
+    # ------------------------------------------------------------------ helpers
+
+    def fail(self, node: ast.Node, message: str) -> TypeDiagnostic:
+        return TypeDiagnostic(message, node.span)
+
+    def is_numeric(self, base: str) -> bool:
+        return base in ("int", "real", "any") or self.scope.dtypes.get(base) == "num"
+
+    def unify(self, node: ast.Node, what: str, *types: Type) -> str:
+        """The common base of `types` (`any` matches everything), else a diagnostic."""
+        bases = {t.base for t in types} - {"any"}
+        if len(bases) > 1:
+            shown = " and ".join(sorted(bases))
+            raise self.fail(node, f"{what} needs operands of one type; got {shown}")
+        return bases.pop() if bases else "any"
+
+    def check(self, node: ast.Expr, scope: Scope | None = None) -> Type:
+        saved = self.scope
+        if scope is not None:
+            self.scope = scope
+        try:
+            result = self._check(node)
+        finally:
+            self.scope = saved
+        self.types[id(node)] = result
+        return result
+
+    # ------------------------------------------------------------------ rules
+
+    def _check(self, node: ast.Expr) -> Type:  # noqa: C901 - one case per node type
+        if isinstance(node, ast.IntLiteral):
+            return INT
+        if isinstance(node, (ast.RealLiteral, ast.Constant)):
+            return REAL
+        if isinstance(node, ast.BoolLiteral):
+            return BOOL
+        if isinstance(node, ast.StringLiteral):
+            parts = [self.check(p) for p in node.parts if not isinstance(p, str)]
+            return replace(STR, optional=any(t.optional for t in parts))
+        if isinstance(node, ast.Name):
+            found = self.scope.symbols.get(node.name)
+            if found is None:
+                raise self.fail(node, f"undefined name '{node.name}'")
+            return found
+        if isinstance(node, ast.ListExpr):
+            return self.check_list(node)
+        if isinstance(node, ast.Unary):
+            return self.check_unary(node)
+        if isinstance(node, ast.Binary):
+            return self.check_binary(node)
+        if isinstance(node, ast.Select):
+            return self.check_select(node)
+        if isinstance(node, ast.Fold):
+            return self.check_fold(node)
+        if isinstance(node, ast.Subscript):
+            return self.check_subscript(node)
+        if isinstance(node, ast.Substitute):
+            return self.check_substitute(node)
+        if isinstance(node, ast.Member):
+            return self.check_member(node)
+        if isinstance(node, ast.Builtin):
+            return self.check_builtin(node, node.name, node.args)
+        if isinstance(node, ast.Call):
+            return self.check_call(node)
+        if isinstance(node, ast.Expand):
+            raise self.fail(node, "an expansion '..' is only allowed as a list item or index")
+        if isinstance(node, ast.Zip):
+            raise self.fail(node, "a zip '(a, b)..' is only allowed inside a list")
+        if isinstance(node, ast.Bounded):
+            raise self.fail(node, "a bounded index '|i|' is only allowed in a tensor access "
+                                  "of a @lower formula")
+        if isinstance(node, ast.Placeholder):
+            raise self.fail(node, "'~' is not a value")
+        raise self.fail(node, f"unexpected {type(node).__name__} in an expression")
+
+    def check_list(self, node: ast.ListExpr) -> Type:
+        item_types: list[Type] = []
+        optional = False
+        for item in node.items:
+            if isinstance(item, ast.Range):
+                for part in (item.start, item.stop, item.step):
+                    if part is not None:
+                        t = self.check(part)
+                        self.require(part, t, "int", "a range bound", packed=False)
+                        optional |= t.optional
+                item_types.append(INT)
+                continue
+            if isinstance(item, ast.Expand):
+                t = self.check_expand(item)
+            else:
+                t = self.check(item)
+                if t.packed:
+                    raise self.fail(item, "a pack inside a list must be expanded: write 'x..'")
+            optional |= t.optional
+            item_types.append(t)
+        base = self.unify(node, "a list", *item_types) if item_types else "any"
+        return Type(base, packed=True, optional=optional)
+
+    def check_expand(self, item: ast.Expand) -> Type:
+        if isinstance(item.operand, ast.Zip):
+            parts = [self.check(p) for p in item.operand.items]
+            for part, t in zip(item.operand.items, parts):
+                if not t.packed:
+                    raise self.fail(part, "each item of a zip '(a, b)..' must be a pack")
+            base = self.unify(item.operand, "a zip", *parts)
+            self.types[id(item.operand)] = Type(base, packed=True)
+            return Type(base, optional=any(t.optional for t in parts))
+        t = self.check(item.operand)
+        if item.count is None:
+            if not t.packed:
+                raise self.fail(item, "only a pack can be expanded with '..'; repeat a single "
+                                      "item with '..(n)'")
+        else:
+            count = self.check(item.count)
+            if count.packed or count.base not in ("int", "bool", "any"):
+                raise self.fail(item.count, f"a repetition count must be an int or a bool; "
+                                            f"got {count}")
+            t = replace(t, optional=t.optional or count.optional)
+        return t.item()
+
+    def require(self, node: ast.Node, t: Type, base: str, what: str,
+                packed: bool | None = None) -> None:
+        if t.base not in (base, "any"):
+            raise self.fail(node, f"{what} must be {base}; got {t}")
+        if packed is not None and t.packed != packed:
+            raise self.fail(node, f"{what} must {'' if packed else 'not '}be a pack; got {t}")
+
+    def check_unary(self, node: ast.Unary) -> Type:
+        t = self.check(node.operand)
+        if node.op == "?":
+            return BOOL
+        if node.op == "!":
+            self.require(node.operand, t, "bool", "the operand of '!'")
+        elif not self.is_numeric(t.base):
+            raise self.fail(node, f"unary '{node.op}' needs an int or real operand; got {t}")
+        return t
+
+    def check_binary(self, node: ast.Binary) -> Type:
+        op = node.op
+        if op == "??":
+            return self.check_coalesce(node)
+        left, right = self.check(node.left), self.check(node.right)
+        packed = left.packed or right.packed
+        optional = left.optional or right.optional
+        if op == "in":
+            if not right.packed:
+                raise self.fail(node.right, f"the right operand of 'in' must be a pack; "
+                                            f"got {right}")
+            self.unify(node, "'in'", left, right)
+            return Type("bool", packed=left.packed, optional=optional)
+        if op in LOGICAL_OPS:
+            if {left.base, right.base} - {"bool", "any"}:
+                raise self.fail(node, f"'{op}' needs bool operands; got {left} and {right}")
+            return Type("bool", packed, optional)
+        base = self.unify(node, f"'{op}'", left, right)
+        if op in ARITHMETIC_OPS:
+            if not self.is_numeric(base):
+                raise self.fail(node, f"'{op}' needs int or real operands; got {left} and "
+                                      f"{right}")
+            if (isinstance(node.left, ast.Fold) and node.left.op == op and
+                    not node.left.cumulative and op in FOLDS_WITH_INITIAL):
+                # A fold with an initial value (§2.4): never null for an empty pack.
+                operand = self.types[id(node.left.operand)]
+                optional = operand.optional or right.optional
+            return Type(base, packed, optional)
+        # comparisons and `is`: any type, the same on both sides
+        return Type("bool", packed, optional)
+
+    def check_coalesce(self, node: ast.Binary) -> Type:
+        left, right = self.check(node.left), self.check(node.right)
+        if not left.optional:
+            raise self.fail(node.left, f"the left operand of '??' must be optional; got {left}")
+        if right.optional:
+            raise self.fail(node.right, f"the right operand of '??' must not be optional; "
+                                        f"got {right}")
+        if left.packed != right.packed:
+            raise self.fail(node, f"'??' needs both operands packed or both single; got "
+                                  f"{left} and {right}")
+        return Type(self.unify(node, "'??'", left, right), left.packed)
+
+    def check_select(self, node: ast.Select) -> Type:
+        cond = self.check(node.cond)
+        self.require(node.cond, cond, "bool", "a select condition")
+        then = self.check(node.then, self.promoted_scope(node.cond))
+        branches = [then]
+        if node.otherwise is not None:
+            branches.append(self.check(node.otherwise))
+        base = self.unify(node, "a select", *branches)
+        if cond.packed:
+            packed = True
+        else:
+            if len({b.packed for b in branches}) > 1:
+                raise self.fail(node, "with a single condition, both branches of a select must "
+                                      "be packs or both single values")
+            packed = then.packed
+        optional = cond.optional or node.otherwise is None or any(b.optional for b in branches)
+        return Type(base, packed, optional)
+
+    def promoted_scope(self, cond: ast.Expr) -> Scope | None:
+        """§2.4: under `?x ? x : ...` and `?x && c ? x : ...`, `x` is not optional."""
+        tested = self.null_tested_names(cond)
+        if not tested:
+            return None
+        symbols = dict(self.scope.symbols)
+        for name in tested:
+            if name in symbols:
+                symbols[name] = replace(symbols[name], optional=False)
+        return Scope(symbols, self.scope.dtypes)
+
+    @classmethod
+    def null_tested_names(cls, cond: ast.Expr) -> list[str]:
+        """Names `x` tested by `?x`, alone or as terms of a conjunction."""
+        if isinstance(cond, ast.Unary) and cond.op == "?" and isinstance(cond.operand, ast.Name):
+            return [cond.operand.name]
+        if isinstance(cond, ast.Binary) and cond.op == "&&":
+            return cls.null_tested_names(cond.left) + cls.null_tested_names(cond.right)
+        return []
+
+    def check_fold(self, node: ast.Fold) -> Type:
+        t = self.check(node.operand)
+        if not t.packed:
+            raise self.fail(node.operand, f"a fold needs a pack; got {t}")
+        op = node.op
+        if op in ("+", "*", "<<", ">>") + ORDER_FOLDS and not self.is_numeric(t.base):
+            raise self.fail(node, f"the fold '{op} ..' needs an int or real pack; got {t}")
+        if op in ("&&", "||") and t.base not in ("bool", "any"):
+            raise self.fail(node, f"the fold '{op} ..' needs a bool pack; got {t}")
+        if node.cumulative:
+            return t
+        if op in ORDER_FOLDS or op in ("==", "!="):
+            return Type("bool", optional=t.optional)
+        if op in (":=", "<<", ">>"):
+            return Type(t.base, optional=True)
+        return t.item()
+
+    def check_subscript(self, node: ast.Subscript) -> Type:
+        base = self.check(node.base)
+        if base.tensor:
+            raise self.fail(node, "tensor access is only allowed in @lower formulas")
+        if node.trailing_comma or len(node.items) != 1:
+            raise self.fail(node, "indexing a pack or string takes exactly one index")
+        if not base.packed and base.base != "str":
+            raise self.fail(node.base, f"only packs and strings can be indexed; got {base}")
+        index, single = self.check_index(node.items[0])
+        optional = base.optional or index.optional
+        if base.base == "str" and not base.packed:
+            return Type("str", optional=optional)
+        return Type(base.base, packed=not single, optional=optional)
+
+    def check_index(self, item: ast.IndexItem) -> tuple[Type, bool]:
+        """The index's type and whether it selects a single item."""
+        if isinstance(item, ast.Slice):
+            optional = False
+            for part in (item.start, item.stop, item.step):
+                if part is not None:
+                    t = self.check(part)
+                    self.require(part, t, "int", "a slice bound", packed=False)
+                    optional |= t.optional
+            return Type("int", packed=True, optional=optional), False
+        t = self.check(item)
+        if t.base not in ("int", "bool", "any") or (t.base == "bool" and not t.packed):
+            raise self.fail(item, f"an index must be an int, an int pack or a bool mask; "
+                                  f"got {t}")
+        return t, not t.packed
+
+    def check_substitute(self, node: ast.Substitute) -> Type:
+        target = self.check(node.target.base)
+        if not target.packed:
+            raise self.fail(node.target.base, f"substitution needs a pack; got {target}")
+        if len(node.target.items) != 1 or node.target.trailing_comma:
+            raise self.fail(node.target, "substitution takes exactly one index")
+        index, single = self.check_index(node.target.items[0])
+        value = self.check(node.value)
+        base = self.unify(node, "a substitution", target, value)
+        if single and value.packed:
+            raise self.fail(node.value, "a single index is replaced by a single value")
+        if not single and not value.packed:
+            raise self.fail(node.value, "a pack of indices is replaced by a pack of values")
+        result = Type(base, True, target.optional or index.optional or value.optional)
+        self.types[id(node.target)] = result
+        return result
+
+    def check_member(self, node: ast.Member) -> Type:
+        base = self.check(node.base)
+        if node.name in ("shape", "rank"):
+            if not base.tensor or base.packed:
+                raise self.fail(node, f"'.{node.name}' is defined for a (non-packed) tensor; "
+                                      f"got {base}")
+            return Type("int", packed=node.name == "shape", optional=base.optional)
+        if node.name == "size":
+            if not base.packed:
+                raise self.fail(node, f"'.size' is defined for a pack; got {base}")
+            return Type("int", optional=base.optional)
+        raise self.fail(node, f"unknown member '.{node.name}' (expected shape, rank or size)")
+
+    def check_call(self, node: ast.Call) -> Type:
+        if node.label or node.generics or node.attributes is not None or len(node.callee) != 1:
+            raise self.fail(node, f"operator invocation '{'.'.join(node.callee)}' is not "
+                                  f"allowed in a compile-time expression")
+        name = node.callee[0]
+        if name in CASTS or name in self.scope.dtypes:
+            return self.check_cast(node, name)
+        if name in BUILTINS:
+            return self.check_builtin(node, name, node.args)
+        raise self.fail(node, f"'{name}' is neither a type (cast) nor a built-in function")
+
+    def check_cast(self, node: ast.Call, name: str) -> Type:
+        if not node.args:
+            return Type(name)
+        if len(node.args) != 1:
+            raise self.fail(node, f"a cast takes one argument; got {len(node.args)}")
+        t = self.check(node.args[0])
+        if name == "str" or t.base == "str":
+            raise self.fail(node, "strings cannot be cast; use string formatting '{x}'")
+        if self.scope.dtypes.get(name) == "type":
+            raise self.fail(node, f"cannot cast to '{name}': its bound 'type' allows str")
+        return Type(name, t.packed, t.optional)
+
+    def check_builtin(self, node: ast.Expr, name: str, args: tuple[ast.Expr, ...]) -> Type:
+        if name not in BUILTINS:
+            raise self.fail(node, f"unknown built-in function '{name}'")
+        if len(args) != 1:
+            raise self.fail(node, f"'{name}' takes one argument; got {len(args)}")
+        t = self.check(args[0])
+        allowed = ("int", "real") if name in NUMERIC_BUILTINS else ("real",)
+        if t.base not in allowed + ("any",) and not (
+                name in NUMERIC_BUILTINS and self.scope.dtypes.get(t.base) == "num"):
+            raise self.fail(node, f"'{name}' needs a {' or '.join(allowed)} argument; got {t}")
+        return t
+
+
+def type_of_value(value: object) -> Type:
+    """The type of a runtime value (used for attribute values given on the command line)."""
+    from .values import NULL, TensorValue
+
+    if value is NULL:
+        return Type("any", optional=True)
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float):
+        return REAL
+    if isinstance(value, str):
+        return STR
+    if isinstance(value, TensorValue):
+        return Type(value.dtype, tensor=True)
+    if isinstance(value, tuple):
+        items = {type_of_value(v) for v in value}
+        if len(items) > 1:
+            raise ValueError("a pack mixes types")
+        base = items.pop().base if items else "any"
+        return Type(base, packed=True)
+    if getattr(value, "sign", None) is not None:  # semantics.IntInfinity
+        return INT
+    raise ValueError(f"no SkriptND type for {value!r}")

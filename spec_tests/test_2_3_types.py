@@ -1,0 +1,99 @@
+"""Spec §2.3 Type system: static checks run before evaluation, with spans."""
+
+from __future__ import annotations
+
+import pytest
+
+from refinterp.source import SourceFile
+from refinterp.syntax import parse_expression
+from refinterp.types import Scope, Type, TypeDiagnostic, check_expr
+
+from .exprtools import ev, ev_error, optional
+
+
+def type_of(text: str, **symbols: Type) -> Type:
+    expr = parse_expression(SourceFile("<t>", text))
+    return check_expr(expr, Scope(dict(symbols)))[id(expr)]
+
+
+@pytest.mark.parametrize("text, message", [
+    # §2.4 "arithmetic operators +, -, *, / for arguments of type int and real (same type ...)"
+    ("1 + true", "'+' needs operands of one type; got bool and int"),
+    ("1 + 2.0", "got int and real"),
+    # §2.4 Lists: "Items ... must be of the same type"
+    ("[1, 2.0]", "a list needs operands of one type; got int and real"),
+    # §2.4 Folding: "+ and * for argument types int.. and real.."; "&& and || for bool"
+    ("[true, false] + ..", "needs an int or real pack"),
+    ("[1, 2] && ..", "needs a bool pack"),
+    # §2.4 Lists: "The length specifier, must either be an int expression or ... a bool"
+    ("[1 ..(0.5)]", "a repetition count must be an int or a bool"),
+    ("!1", "the operand of '!' must be bool"),
+    ("1 && true", "needs bool operands"),
+    ("'a' + 'b'", "needs int or real operands"),
+    ("1 ?? 2", "must be optional"),
+    ("x[1.5]", "an index must be"),
+    ("str(1)", "strings cannot be cast"),
+    ("`sqrt`(4)", "needs a real argument"),
+    ("y", "undefined name 'y'"),
+    ("f(1)", "neither a type"),
+    ("nn.conv(x)", "operator invocation"),
+    ("[x]", "must be expanded"),
+    ("1 in 2", "must be a pack"),
+    ("x.rank", "tensor"),
+])
+def test_type_errors_are_diagnostics_with_spans(text: str, message: str) -> None:
+    diag = ev_error(text, x=(1, 2))
+    assert isinstance(diag, TypeDiagnostic)
+    assert message in diag.message
+    assert diag.span.line == 1 and diag.span.col >= 1
+
+
+def test_type_error_precedes_evaluation() -> None:
+    # `1 / 0` would fail at run time; the type error of the other operand is found first.
+    assert isinstance(ev_error("1 / 0 + true"), TypeDiagnostic)
+
+
+def test_type_error_span_points_at_the_subexpression() -> None:
+    diag = ev_error("[1, 2] + ([3] && ..)")
+    assert (diag.span.col, diag.span.end_col) == (11, 20)
+
+
+def test_inferred_types() -> None:
+    assert type_of("[1, 2]") == Type("int", packed=True)
+    assert type_of("[]") == Type("any", packed=True)
+    assert type_of("x ?? 0", x=optional("int")) == Type("int")
+    assert type_of("x + 1", x=optional("int")) == optional("int")
+    assert type_of("?x", x=optional("int", True)) == Type("bool")
+    assert type_of("c ? 1", c=Type("bool")) == optional("int")
+    assert type_of("xs << ..", xs=Type("real", packed=True)) == optional("real")
+    assert type_of("xs << .. << 1.0", xs=Type("real", packed=True)) == Type("real")
+    assert type_of("xs := ..", xs=Type("int", packed=True)) == optional("int")
+    assert type_of("xs + ...", xs=Type("int", packed=True)) == Type("int", packed=True)
+    assert type_of("xs < ..", xs=Type("int", packed=True)) == Type("bool")
+    assert type_of("t.shape", t=Type("real", tensor=True)) == Type("int", packed=True)
+    assert type_of("ts.size", ts=Type("real", packed=True, tensor=True)) == Type("int")
+
+
+def test_promotion_under_null_test() -> None:
+    # §2.4 Null testing: in `?x ? x : 0` the x on the true branch is non-optional, so
+    # `x ?? 1` there is a type error (its left operand is no longer optional).
+    assert type_of("?x ? x : 0", x=optional("int")) == Type("int")
+    assert type_of("?x && c ? x : 0", x=optional("int"), c=Type("bool")) == Type("int")
+    with pytest.raises(TypeDiagnostic):
+        type_of("?x ? x ?? 1 : 0", x=optional("int"))
+
+
+def test_generic_types_restrict_operations() -> None:
+    # §2.13: "a parameter of type num can only participate in expressions valid for numeric
+    # types"; arith additionally allows bool but not arithmetic.
+    expr = parse_expression(SourceFile("<t>", "a + a"))
+    check_expr(expr, Scope({"a": Type("T")}, {"T": "num"}))
+    with pytest.raises(TypeDiagnostic):
+        check_expr(expr, Scope({"a": Type("T")}, {"T": "arith"}))
+    cast = parse_expression(SourceFile("<t>", "T(1)"))
+    assert check_expr(cast, Scope({}, {"T": "num"}))[id(cast)] == Type("T")
+
+
+def test_values_have_the_types_of_section_2_3() -> None:
+    assert ev("int()") == 0 and ev("real()") == 0.0 and ev("bool()") is False
+    assert ev("str()") == ""

@@ -1,0 +1,341 @@
+"""Spec §2.4 Expressions and §2.4.1 Null propagation: every expression form, hand-derived values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from refinterp.semantics import INT_NEG_INF, INT_POS_INF
+from refinterp.types import Type
+from refinterp.values import TensorValue
+
+from .exprtools import NULL, ev, ev_error, optional
+
+INTS = Type("int", packed=True)
+
+
+# ----------------------------------------------------------------------------- literals
+
+def test_literals() -> None:
+    # §2.4: "Integer literals consist of digits only"; reals contain '.' or an exponent;
+    # `inf` is a real constant, `pi` the value of π.
+    assert ev("123") == 123 and type(ev("123")) is int
+    assert ev("1e-5") == 1e-5 and ev("1.23") == 1.23
+    assert ev("inf") == math.inf and ev("pi") == math.pi
+    assert ev("true") is True and ev("false") is False
+
+
+def test_adjacent_strings_are_one_string() -> None:
+    # §2.4: "writing multiple strings in quotes right after each other ... a single long string"
+    assert ev("'abc' \"def\"") == "abcdef"
+
+
+# ----------------------------------------------------------------------------- lists
+
+def test_list_expansion_and_concatenation() -> None:
+    # §2.4 Lists: [a, b.., c]; [b.., d..] concatenates.
+    assert ev("[a, b.., c]", a=1, b=(2, 3), c=4) == (1, 2, 3, 4)
+    assert ev("[b.., d..]", b=(1,), d=(2, 3)) == (1, 2, 3)
+
+
+def test_repetition_with_int_and_bool_length() -> None:
+    # §2.4: [a..(5)] == [a,a,a,a,a]; a bool length includes the item once or not at all.
+    assert ev("[a..(5)]", a=7) == (7,) * 5
+    assert ev("[1 ..(3)]") == (1, 1, 1)
+    assert ev("[1, 2 ..(c)]", c=True) == (1, 2)
+    assert ev("[1, 2 ..(c)]", c=False) == (1,)
+    assert ev("[1 ..(0)]") == ()
+
+
+def test_negative_repetition_is_an_error() -> None:
+    assert "must not be negative" in ev_error("[1 ..(n)]", n=-1).message
+
+
+def test_ranges() -> None:
+    # §2.4 Ranges: begin inclusive, end exclusive, stride 1 by default, may be negative.
+    assert ev("[2:5]") == (2, 3, 4)
+    assert ev("[0:10:3]") == (0, 3, 6, 9)
+    assert ev("[5:0:-2]") == (5, 3, 1)
+    assert ev("[3:3]") == () and ev("[5:2]") == ()
+    assert ev("[0, 2:n, b..]", n=4, b=(9,)) == (0, 2, 3, 9)
+    assert "stride must not be 0" in ev_error("[0:3:0]").message
+
+
+def test_zip() -> None:
+    # §2.4 Zip: [(a,b)..] interleaves: a0, b0, a1, b1, ...
+    assert ev("[(a,b)..]", a=(1, 2), b=(10, 20)) == (1, 10, 2, 20)
+    assert ev("[(a,b,c)..]", a=(1,), b=(2,), c=(3,)) == (1, 2, 3)
+    assert "equal lengths" in ev_error("[(a,b)..]", a=(1,), b=(1, 2)).message
+
+
+# ----------------------------------------------------------------------------- indexing
+
+def test_index_by_int_negative_from_the_end() -> None:
+    # §2.4 Indexing: "-1 is the last item".
+    assert ev("a[0]", a=(5, 6, 7)) == 5 and ev("a[-1]", a=(5, 6, 7)) == 7
+    assert "out of range" in ev_error("a[3]", a=(5, 6, 7)).message
+
+
+def test_index_by_int_pack_and_mask() -> None:
+    assert ev("a[[2, 0, -1]]", a=(5, 6, 7)) == (7, 5, 7)
+    assert ev("a[[true, false, true]]", a=(5, 6, 7)) == (5, 7)
+    assert "mask" in ev_error("a[[true]]", a=(5, 6, 7)).message
+
+
+def test_slices_follow_the_omitted_bound_rule() -> None:
+    a = (0, 1, 2, 3, 4)
+    # §2.4: a[::-1] reverses; omitted start/end with a negative step run from r-1 down to the
+    # item before the first; explicit -1 is the last item.
+    assert ev("a[::-1]", a=a) == (4, 3, 2, 1, 0)
+    assert ev("a[1:3]", a=a) == (1, 2)
+    assert ev("a[:2]", a=a) == (0, 1) and ev("a[3:]", a=a) == (3, 4)
+    assert ev("a[0::2]", a=a) == (0, 2, 4) and ev("a[1::2]", a=a) == (1, 3)
+    assert ev("a[3:-1:-1]", a=a) == ()  # -1 means the last item, not "before the first"
+    assert ev("a[3::-1]", a=a) == (3, 2, 1, 0)
+    assert "step must not be 0" in ev_error("a[::0]", a=a).message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-5, 5), max_size=6),
+       st.one_of(st.none(), st.integers(-8, 8)), st.one_of(st.none(), st.integers(-8, 8)),
+       st.one_of(st.none(), st.integers(-3, 3).filter(bool)))
+def test_slicing_equals_python_slicing(items, start, stop, step) -> None:
+    # Under the spec's conventions (omitted bounds by step direction, negative bounds from the
+    # end) a slice is Python's slice; out-of-range bounds are clipped (docs/semantics.md).
+    text = "a[" + ("" if start is None else str(start)) + ":" + \
+        ("" if stop is None else str(stop)) + ("" if step is None else f":{step}") + "]"
+    assert ev(text, a=tuple(items), types={"a": INTS}) == tuple(items)[start:stop:step]
+
+
+def test_string_indexing_and_slicing() -> None:
+    # §2.4: strings index to a substring of one or more characters.
+    assert ev("s[1]", s="hello") == "e"
+    assert ev("s[1:3]", s="hello") == "el"
+    assert ev("s[[0, 4]]", s="hello") == "ho"
+    assert ev("s[::-1]", s="abc") == "cba"
+
+
+def test_substitution() -> None:
+    # §2.4 Substitution: a[i] <- b replaces the items at i; the length stays.
+    assert ev("a[1] <- 9", a=(1, 2, 3)) == (1, 9, 3)
+    assert ev("a[[0, 2]] <- [7, 8]", a=(1, 2, 3)) == (7, 2, 8)
+    assert ev("a[-1] <- 0", a=(1, 2, 3)) == (1, 2, 0)
+    assert "2 indices but 1 new values" in ev_error("a[[0, 1]] <- [5]", a=(1, 2, 3)).message
+
+
+# ----------------------------------------------------------------------------- operators
+
+def test_arithmetic_and_pack_broadcasting() -> None:
+    # §2.4: packs operate element-wise; a single value broadcasts; lengths must agree.
+    assert ev("a + 1", a=(1, 2)) == (2, 3)
+    assert ev("a * b", a=(1, 2), b=(3, 4)) == (3, 8)
+    assert ev("-a", a=(1, -2)) == (-1, 2)
+    assert "different lengths" in ev_error("a + b", a=(1, 2), b=(1,)).message
+
+
+def test_integer_division_family_spec_profile() -> None:
+    # §2.4: `/` rounds downwards, `\` rounds upwards, `%` is modulo (consistent with `/`).
+    assert ev("7 / 2") == 3 and ev("-7 / 2") == -4
+    assert ev("7 \\ 2") == 4 and ev("-7 \\ 2") == -3
+    assert ev("-7 % 2") == 1 and ev("7 % -2") == -1
+    assert "zero" in ev_error("1 / 0").message
+    assert "zero" in ev_error("1 % 0").message
+
+
+def test_integer_division_family_khronos_profile() -> None:
+    assert ev("-7 / 2", profile="khronos") == -3
+    assert ev("-7 % 2", profile="khronos") == -1
+    assert ev("7 \\ 2", profile="khronos") == 4 and ev("-7 \\ 2", profile="khronos") == -4
+
+
+def test_power_and_min_max_both_spellings() -> None:
+    assert ev("2 ** 10") == 1024 and ev("2.0 ** 0.5") == math.sqrt(2.0)
+    assert ev("3 << 5") == 3 and ev("3 >> 5") == 5
+    assert ev("3 <? 5") == 3 and ev("3 >? 5") == 5
+    assert ev("a << 2", a=(1, 3)) == (1, 2)
+
+
+def test_logical_operators() -> None:
+    # §2.4: && || ^ (xor) => (implication).
+    table = [(False, False), (False, True), (True, False), (True, True)]
+    for a, b in table:
+        assert ev("a && b", a=a, b=b) is (a and b)
+        assert ev("a || b", a=a, b=b) is (a or b)
+        assert ev("a ^ b", a=a, b=b) is (a != b)
+        assert ev("a => b", a=a, b=b) is ((not a) or b)
+
+
+def test_comparisons_on_all_types() -> None:
+    assert ev("1 < 2") is True and ev("2.5 >= 2.5") is True
+    assert ev("'abc' < 'abd'") is True and ev("'a' == 'a'") is True
+    assert ev("false < true") is True and ev("true != true") is False
+    assert ev("a == 2", a=(1, 2)) == (False, True)
+
+
+def test_select() -> None:
+    # §2.4 Select: c ? a : b; without else the result is null when c fails; a pack condition
+    # selects item by item; with a single condition the branches may differ in length.
+    assert ev("c ? 1 : 2", c=True) == 1 and ev("c ? 1 : 2", c=False) == 2
+    assert ev("c ? 1", c=False) is NULL and ev("c ? 1", c=True) == 1
+    assert ev("a > 1 ? a : 0", a=(1, 2, 3)) == (0, 2, 3)
+    assert ev("c ? [1, 2] : [3]", c=False) == (3,)
+
+
+def test_select_evaluates_only_the_taken_branch() -> None:
+    # Decision (docs/semantics.md): needed by §2.4's own `?x ? x : 0`.
+    assert ev("c ? 1 : 1 / 0", c=True) == 1
+
+
+def test_is_and_in() -> None:
+    assert ev("s is -1", s=(-1, 2)) == (True, False)
+    assert ev("2 is 2") is True
+    assert ev("2 in a", a=(1, 2)) is True and ev("5 in a", a=(1, 2)) is False
+    assert ev("[1, 5] in a", a=(1, 2)) == (True, False)
+
+
+def test_coalescing_and_null_test_are_never_null() -> None:
+    types = {"x": optional("int")}
+    assert ev("x ?? 3", x=NULL, types=types) == 3 and ev("x ?? 3", x=4, types=types) == 4
+    assert ev("?x", x=NULL, types=types) is False and ev("?x", x=4, types=types) is True
+    assert ev("p ?? [0, 0]", p=NULL, types={"p": optional("int", True)}) == (0, 0)
+
+
+def test_promotion() -> None:
+    types = {"x": optional("int"), "c": Type("bool")}
+    assert ev("?x ? x : 0", x=NULL, types=types) == 0
+    assert ev("?x ? x : 0", x=5, types=types) == 5
+    assert ev("?x && c ? x : 0", x=5, c=False, types=types) == 0
+
+
+# ----------------------------------------------------------------------------- folds
+
+@pytest.mark.parametrize("text, value, expected", [
+    ("x + ..", (1, 2, 3), 6), ("x * ..", (2, 3), 6), ("x + ..", (), 0), ("x * ..", (), 1),
+    ("x && ..", (True, False), False), ("x && ..", (), True), ("x || ..", (), False),
+    ("x < ..", (1, 2, 3), True), ("x < ..", (1, 1), False), ("x <= ..", (1, 1), True),
+    ("x > ..", (3, 1), True), ("x >= ..", (3, 3, 1), True), ("x < ..", (), True),
+    ("x == ..", (2, 2), True), ("x == ..", (2, 3), False), ("x == ..", (), True),
+    ("x != ..", (1, 2, 1), False), ("x != ..", (1, 2, 3), True), ("x != ..", (), True),
+    ("x := ..", (4, 4), 4), ("x := ..", (4, 5), NULL), ("x := ..", (), NULL),
+    ("x << ..", (3, 1, 2), 1), ("x >> ..", (3, 1, 2), 3), ("x << ..", (), NULL),
+    ("x <? ..", (3, 1), 1), ("x >? ..", (3, 1), 3),
+])
+def test_folds(text: str, value: tuple, expected) -> None:
+    # §2.4 Folding, with the empty-pack values the spec gives (sum 0, product 1, conjunction
+    # true, disjunction false, sorted, unique; min/max/uniform of an empty pack null).
+    types = {"x": Type("bool" if "&" in text or "|" in text else "int", packed=True)}
+    assert ev(text, x=value, types=types) == expected if expected is not NULL else \
+        ev(text, x=value, types=types) is NULL
+
+
+def test_real_sum_of_empty_pack_is_real_zero() -> None:
+    result = ev("x + ..", x=(), types={"x": Type("real", packed=True)})
+    assert result == 0.0 and type(result) is float
+
+
+@pytest.mark.parametrize("text, value, expected", [
+    ("x + ...", (1, 2, 3), (1, 3, 6)), ("x * ...", (1, 2, 3), (1, 2, 6)),
+    ("x && ...", (True, False, True), (True, False, False)),
+    ("x || ...", (False, True, False), (False, True, True)),
+    ("x << ...", (3, 1, 2), (3, 1, 1)), ("x >> ...", (1, 3, 2), (1, 3, 3)),
+    ("x <? ...", (3, 1), (3, 1)), ("x + ...", (), ()),
+])
+def test_cumulative_folds(text: str, value: tuple, expected: tuple) -> None:
+    types = {"x": Type("bool" if "&" in text or "|" in text else "int", packed=True)}
+    assert ev(text, x=value, types=types) == expected
+
+
+def test_folds_with_an_initial_value() -> None:
+    # §2.4: "a fold expression naturally combines with the same binary operator ... an initial
+    # value to the fold, as in x + .. + 42".
+    assert ev("x + .. + 42", x=(1, 2)) == 45
+    assert ev("b * .. * c", b=(2, 3), c=5) == 30
+    # Decision: the initial value makes an empty min/max fold non-null.
+    assert ev("[1:1] << .. << 7") == 7 and ev("[1:4] << .. << 7") == 1
+
+
+# ----------------------------------------------------------------------------- casts, built-ins
+
+def test_casts() -> None:
+    # §2.4 Casting between int, real and bool; int(real) truncates toward zero.
+    assert ev("int(2.7)") == 2 and ev("int(-2.7)") == -2
+    assert ev("real(3)") == 3.0 and type(ev("real(3)")) is float
+    assert ev("bool(0)") is False and ev("int(true)") == 1
+    assert ev("int(inf)") is INT_POS_INF and ev("int(-inf)") is INT_NEG_INF
+
+
+@pytest.mark.parametrize("name", ["abs", "sign", "sqrt", "exp", "log", "sin", "cos", "tan",
+                                  "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+                                  "acosh", "atanh", "round", "floor", "ceil", "frac", "erf"])
+def test_builtins_both_spellings(name: str) -> None:
+    x = 0.5 if name != "acosh" else 1.5
+    simple = {"abs": 0.5, "sign": 1.0, "round": 1.0, "floor": 0.0, "ceil": 1.0, "frac": 0.5}
+    expected = simple[name] if name in simple else getattr(math, name)(x)
+    assert ev(f"`{name}`({x})") == expected
+    assert ev(f"{name}({x})") == expected
+
+
+def test_builtins_on_ints_and_packs() -> None:
+    assert ev("abs(-3)") == 3 and ev("sign(-3)") == -1
+    assert ev("`round`(-2.5)") == -3.0 and ev("`round`(2.5)") == 3.0  # half away from zero
+    assert ev("sqrt(a)", a=(4.0, 9.0)) == (2.0, 3.0)  # decision: element-wise on packs
+
+
+# ----------------------------------------------------------------------------- formatting, members
+
+def test_string_formatting() -> None:
+    # §2.4: "a = {a + 2}" with a = 40 is "a = 42".
+    assert ev('"a = {a + 2}"', a=40) == "a = 42"
+    assert ev('"\\{literal\\}"') == "{literal}"
+    assert ev('"{r} {b} {p} {s}"', r=0.5, b=True, p=(1, 2), s="txt") == "0.5 true [1, 2] txt"
+
+
+def test_shape_rank_size() -> None:
+    # §2.4 Implicitly defined identifiers: x.shape, x.rank for tensors, xs.size for packs.
+    t = TensorValue("real", (2, 3))
+    assert ev("t.shape", t=t) == (2, 3) and ev("t.rank", t=t) == 2
+    assert ev("xs.size", xs=(1, 2, 3)) == 3
+
+
+# ----------------------------------------------------------------------------- null propagation
+
+def test_null_propagation_2_4_1() -> None:
+    # §2.4.1: unary, binary, select, list, fold, index over null give null.
+    o = {"n": optional("int"), "p": optional("int", True)}
+    assert ev("n + 1", n=NULL, types=o) is NULL
+    assert ev("-n", n=NULL, types=o) is NULL
+    assert ev("[1, n]", n=NULL, types=o) is NULL
+    assert ev("p + ..", p=NULL, types=o) is NULL
+    assert ev("p[0]", p=NULL, types=o) is NULL
+    assert ev("n > 0 ? 1 : 2", n=NULL, types=o) is NULL
+    assert ev('"v={n}"', n=NULL, types=o) is NULL
+    assert ev("[0:n]", n=NULL, types=o) is NULL
+
+
+# ----------------------------------------------------------------------------- fold laws
+
+packs = st.lists(st.integers(-50, 50), max_size=6).map(tuple)
+
+
+@settings(max_examples=200, deadline=None)
+@given(packs, packs)
+def test_fold_laws(a: tuple, b: tuple) -> None:
+    t = {"a": INTS, "b": INTS}
+    # Sum and product of a concatenation; min of a concatenation (plain Python model).
+    assert ev("[a.., b..] + ..", a=a, b=b, types=t) == sum(a) + sum(b)
+    assert ev("[a.., b..] * ..", a=a, b=b, types=t) == math.prod(a) * math.prod(b)
+    both = a + b
+    assert ev("[a.., b..] << ..", a=a, b=b, types=t) == (min(both) if both else NULL)
+    # The last item of a cumulative fold equals the fold.
+    if a:
+        assert ev("(a + ...)[-1]", a=a, types=t) == sum(a)
+        assert ev("(a >> ...)[-1]", a=a, types=t) == max(a)
+    # `x := ..` is non-null exactly for non-empty uniform packs.
+    uniform = ev("a := ..", a=a, types=t)
+    assert (uniform is not NULL) == (len(a) > 0 and len(set(a)) == 1)
+    # Broadcasting a single value equals the item-by-item model.
+    assert ev("a * 3 - b[0]", a=a, b=b or (0,), types=t) == tuple(x * 3 - (b or (0,))[0]
+                                                                 for x in a)
