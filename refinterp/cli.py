@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_cmd.set_defaults(run=cmd_fmt)
 
     expr_cmd = commands.add_parser("expr", help="evaluate a compile-time expression")
-    expr_cmd.add_argument("expression", metavar="EXPR")
+    expr_cmd.add_argument("expression", metavar="EXPR",
+                          help="the expression (write `--` before one that starts with '-')")
     expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
                           help="a symbol and its value, a SkriptND literal expression")
     expr_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec",
