@@ -36,12 +36,18 @@ class TypeDiagnostic(Diagnostic):
 
 @dataclass(frozen=True)
 class Type:
-    """The type of a compile-time expression."""
+    """The type of a compile-time expression or a declaration.
+
+    `length` (a pack's length) and `shape` (a tensor's extents) are kept symbolically, as the
+    declaration wrote them; they do not take part in type equality.
+    """
 
     base: str
     packed: bool = False
     optional: bool = False
     tensor: bool = False
+    length: ast.Expr | None = field(default=None, compare=False)
+    shape: tuple[ast.Extent, ...] | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         text = ("optional " if self.optional else "") + self.base
@@ -407,6 +413,41 @@ class Checker:
                 name in NUMERIC_BUILTINS and self.scope.dtypes.get(t.base) == "num"):
             raise self.fail(node, f"'{name}' needs a {' or '.join(allowed)} argument; got {t}")
         return t
+
+
+def type_from_spec(spec: ast.TypeSpec, dtypes: dict[str, str]) -> Type:
+    """The type a declaration's type specifier denotes (§2.3); `dtypes` are the @dtype names.
+
+    The abstract types `type`, `arith` and `num` only restrict generics in @dtype (§2.13).
+    """
+    if spec.name in ABSTRACT:
+        raise TypeDiagnostic(f"the abstract type '{spec.name}' can only bound a generic type in "
+                             f"@dtype; declare 'T: {spec.name};' and use T", spec.span)
+    if spec.name not in CONCRETE and spec.name not in dtypes:
+        raise TypeDiagnostic(f"unknown type '{spec.name}'", spec.span,
+                             ["types are int, real, bool, str and the names declared in @dtype"])
+    return Type(spec.name, packed=spec.pack is not None, optional=spec.optional,
+                tensor=spec.shape is not None or spec.rank is not None,
+                length=spec.pack.length if spec.pack else None, shape=spec.shape)
+
+
+def dtype_scope(decls: tuple[ast.DtypeDecl, ...]) -> dict[str, str]:
+    """Generic names and their bounds from a @dtype block, checked (§2.13)."""
+    dtypes: dict[str, str] = {}
+    for decl in decls:
+        if decl.base not in ABSTRACT:
+            raise TypeDiagnostic(f"a generic type is bounded by type, arith or num; got "
+                                 f"'{decl.base}'", decl.span)
+        if decl.default is not None and decl.default not in _ALLOWED[decl.base]:
+            raise TypeDiagnostic(f"the default '{decl.default}' is not a {decl.base} type",
+                                 decl.span)
+        if decl.name in dtypes or decl.name in CONCRETE + ABSTRACT:
+            raise TypeDiagnostic(f"'{decl.name}' is already a type name", decl.span)
+        dtypes[decl.name] = decl.base
+    return dtypes
+
+
+_ALLOWED = {"type": CONCRETE, "arith": ("int", "real", "bool"), "num": ("int", "real")}
 
 
 def type_of_value(value: object) -> Type:

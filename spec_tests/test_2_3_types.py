@@ -97,3 +97,50 @@ def test_generic_types_restrict_operations() -> None:
 def test_values_have_the_types_of_section_2_3() -> None:
     assert ev("int()") == 0 and ev("real()") == 0.0 and ev("bool()") is False
     assert ev("str()") == ""
+
+
+def _decl_types(text: str):
+    from refinterp.syntax import parse_module
+
+    module = parse_module(SourceFile("<t>", text)).module
+    return {b.kind: b.entries for b in module.definitions[0].blocks}
+
+
+def test_declared_types_keep_symbolic_lengths_and_shapes() -> None:
+    # §2.3: "int..(k) is a k-long pack of ints"; "optional int[m,n]..(k) is a possibly null,
+    # k-long pack of m-by-n tensors of ints".
+    from refinterp.syntax import ast
+    from refinterp.types import type_from_spec
+
+    blocks = _decl_types("operator f { @input { x: optional int[m,n]..(k); a: T; } "
+                         "@dtype { T: num = real; } }")
+    x_decl, a_decl = blocks["input"]
+    t = type_from_spec(x_decl.type, {})
+    assert (t.base, t.packed, t.optional, t.tensor) == ("int", True, True, True)
+    assert t.length == ast.Name("k") and [e.value for e in t.shape] == [ast.Name("m"),
+                                                                        ast.Name("n")]
+    assert type_from_spec(a_decl.type, {"T": "num"}) == Type("T")
+    with pytest.raises(TypeDiagnostic, match="unknown type 'T'"):
+        type_from_spec(a_decl.type, {})
+
+
+def test_dtype_declarations_are_checked() -> None:
+    # §2.13: a generic is bounded by type, num or arith; its default must satisfy the bound.
+    from refinterp.types import dtype_scope
+
+    ok = _decl_types("operator f { @dtype { T: num = real; S: type; B: arith = bool; } }")
+    assert dtype_scope(ok["dtype"]) == {"T": "num", "S": "type", "B": "arith"}
+    bad_bound = _decl_types("operator f { @dtype { T: int; } }")
+    with pytest.raises(TypeDiagnostic, match="bounded by type, arith or num"):
+        dtype_scope(bad_bound["dtype"])
+    bad_default = _decl_types("operator f { @dtype { T: num = bool; } }")
+    with pytest.raises(TypeDiagnostic, match="not a num type"):
+        dtype_scope(bad_default["dtype"])
+
+
+def test_abstract_types_only_bound_generics() -> None:
+    from refinterp.types import type_from_spec
+
+    decl, = _decl_types("operator f { @attrib { a: num; } }")["attrib"]
+    with pytest.raises(TypeDiagnostic, match="abstract type 'num'"):
+        type_from_spec(decl.type, {})
