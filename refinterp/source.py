@@ -23,9 +23,10 @@ class SourceFile:
 
     @classmethod
     def read(cls, path: str | Path) -> "SourceFile":
-        """Read a file as UTF-8 (undecodable bytes are replaced, never fatal)."""
+        """Read a file as UTF-8, without a leading byte-order mark (undecodable bytes are
+        replaced, never fatal)."""
         data = Path(path).read_bytes()
-        return cls(str(path), data.decode("utf-8", errors="replace"))
+        return cls(str(path), data.decode("utf-8-sig", errors="replace"))
 
     def line_text(self, line: int) -> str:
         """The text of 1-based line `line`, without its newline."""

@@ -339,3 +339,18 @@ def test_fold_laws(a: tuple, b: tuple) -> None:
     # Broadcasting a single value equals the item-by-item model.
     assert ev("a * 3 - b[0]", a=a, b=b or (0,), types=t) == tuple(x * 3 - (b or (0,))[0]
                                                                  for x in a)
+
+
+def test_generic_casts_and_defaults() -> None:
+    # §2.4 Casting: "declared generic type names can also be used for casting, such as T(x)";
+    # `I()` is the default value of whatever type I is bound to.
+    from refinterp.expr import Environment, evaluate
+    from refinterp.source import SourceFile
+    from refinterp.syntax import parse_expression
+
+    env = Environment(dtypes={"T": "num"}, dtype_bindings={"T": "real"})
+    assert evaluate(parse_expression(SourceFile("<t>", "T()")), env) == 0.0
+    result = evaluate(parse_expression(SourceFile("<t>", "T(3)")), env)
+    assert result == 3.0 and type(result) is float
+    env.dtype_bindings["T"] = "int"
+    assert evaluate(parse_expression(SourceFile("<t>", "T(2.9)")), env) == 2

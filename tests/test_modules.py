@@ -114,3 +114,9 @@ def test_missing_file_and_empty_model_folder(tmp_path: Path) -> None:
     with pytest.raises(ModuleDiagnostic) as info:
         Loader().load(tmp_path / "empty")
     assert "main.sknd" in info.value.message
+
+
+def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "bom.sknd"
+    path.write_bytes("\ufeffoperator f { }\n".encode("utf-8"))
+    assert Loader().load(path).main.tree.definitions[0].name == "f"
