@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `refinterp` console script."""
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Output()

@@ -21,6 +21,9 @@ from .types import (
 from .values import NULL, TensorValue, Value, format_inserted
 
 
+MAX_PACK_LENGTH = 10_000_000  # a longer compile-time pack is a diagnostic, not a memory blow-up
+
+
 class EvalDiagnostic(Diagnostic):
     """Evaluating a well-typed expression failed (division by zero, index out of range, ...)."""
 
@@ -164,7 +167,14 @@ class Evaluator:
             return NULL
         if step == 0:
             raise self.fail(item.step or item, "a range stride must not be 0")
-        return tuple(range(start, stop, step))
+        produced = range(start, stop, step)
+        self.check_length(item, len(produced))
+        return tuple(produced)
+
+    def check_length(self, node: ast.Node, length: int) -> None:
+        if length > MAX_PACK_LENGTH:
+            raise self.fail(node, f"a pack of {length} items exceeds the limit of "
+                                  f"{MAX_PACK_LENGTH}")
 
     def eval_expand(self, item: ast.Expand) -> Value:
         if isinstance(item.operand, ast.Zip):
@@ -189,6 +199,7 @@ class Evaluator:
             if len(value) != count:
                 raise self.fail(item.count, f"the pack has length {len(value)}, not {count}")
             return value
+        self.check_length(item, count)
         return (value,) * count
 
     def eval_unary(self, node: ast.Unary) -> Value:

@@ -115,11 +115,17 @@ def int_modulo(a: int, b: int, profile: Profile = SPEC) -> int:
     return a - b * int_divide(a, b, profile)
 
 
+MAX_INT_BITS = 1_000_000  # a compile-time int beyond this many bits is a diagnostic
+
+
 def int_power(a: int, b: int) -> int:
     """`a ** b` on ints, exact. Decision: a negative exponent is an error (no int result)."""
     if b < 0:
         raise NumericError(f"integer power with a negative exponent ({a} ** {b}); "
                            f"use reals for fractional results")
+    if abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_INT_BITS:
+        raise NumericError(f"{a} ** {b} exceeds the compile-time integer limit of "
+                           f"{MAX_INT_BITS} bits")
     return a ** b
 
 

@@ -354,3 +354,8 @@ def test_generic_casts_and_defaults() -> None:
     assert result == 3.0 and type(result) is float
     env.dtype_bindings["T"] = "int"
     assert evaluate(parse_expression(SourceFile("<t>", "T(2.9)")), env) == 2
+
+
+def test_pack_length_limit() -> None:
+    assert "exceeds the limit" in ev_error("[1 ..(n)]", n=10**11).message
+    assert "exceeds the limit" in ev_error("[0:n]", n=10**11).message

@@ -120,3 +120,9 @@ def test_mixed_types_are_rejected() -> None:
         binary("+", 1, 1.0)
     with pytest.raises(NumericError):
         builtin("sqrt", 4)
+
+
+def test_limits_are_diagnostics() -> None:
+    with pytest.raises(NumericError, match="limit"):
+        binary("**", 2, 10**8)
+    assert binary("**", 2, 1000) == 1 << 1000
