@@ -7,6 +7,7 @@ Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line mi
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -121,6 +122,104 @@ def cmd_expr(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+_INPUT_RE = re.compile(
+    r"^\s*(?P<dtype>[A-Za-z_]\w*)\s*\[(?P<shape>[\d\s,]*)\]\s*(?:\.\.\((?P<count>\d+)\))?\s*$")
+
+
+def parse_input(text: str, inputs: dict) -> None:
+    """`NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack) or `NAME.I=TYPE[EXTENTS]`."""
+    from .instance import TensorInfo
+
+    name, sep, spec = text.partition("=")
+    match = _INPUT_RE.match(spec)
+    if not sep or match is None:
+        raise Diagnostic(f"--input expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
+                         f"xs=real[4]..(3); got '{text}'")
+    shape = tuple(int(e) for e in match["shape"].replace(" ", "").split(",") if e)
+    tensor = TensorInfo(match["dtype"], shape)
+    base, dot, index = name.strip().partition(".")
+    if dot:
+        if not index.isdigit():
+            raise Diagnostic(f"--input item index must be a number: '{name}'")
+        items = dict(enumerate(inputs.get(base, ()))) if isinstance(inputs.get(base), tuple) \
+            else {}
+        items[int(index)] = tensor
+        if sorted(items) != list(range(len(items))):
+            inputs[base] = items  # completed below, once every item is given
+        inputs[base] = tuple(items[i] for i in sorted(items)) if sorted(items) == list(
+            range(len(items))) else items
+        return
+    inputs[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+
+
+def select_operator(program: Program, name: str | None):
+    """`--op NAME`, or the first graph, or the only operator."""
+    definitions = program.main.tree.definitions
+    if name is not None:
+        for definition in definitions:
+            if definition.name == name:
+                return definition
+        raise Diagnostic(f"no operator or graph '{name}' in {program.main.path}",
+                         notes=["candidates: " + ", ".join(d.name for d in definitions)])
+    graphs = [d for d in definitions if d.is_graph]
+    if graphs:
+        return graphs[0]
+    if len(definitions) == 1:
+        return definitions[0]
+    raise Diagnostic(f"{program.main.path} defines {len(definitions)} operators; choose one "
+                     f"with --op", notes=["candidates: " + ", ".join(d.name for d in
+                                                                      definitions)])
+
+
+def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
+    """Instantiate an operator and print its output types and shapes."""
+    import json
+
+    from . import semantics
+    from .instance import Invocation, instantiate
+    from .values import to_json_data
+
+    profile = semantics.PROFILES[args.profile]
+    program = Loader(args.path).load(args.file)
+    definition = select_operator(program, args.op)
+    invocation = Invocation(profile=profile)
+    for text in args.attrib:
+        name, value = parse_attribute(text, profile)
+        invocation.attributes[name] = value
+    for text in args.input:
+        parse_input(text, invocation.inputs)
+    for name, value in invocation.inputs.items():
+        if isinstance(value, dict):
+            raise Diagnostic(f"--input {name}: items {sorted(value)} do not start at 0 "
+                             f"without gaps")
+    instance = instantiate(definition, invocation)
+
+    def describe(info) -> object:
+        if isinstance(info, tuple):
+            return [describe(i) for i in info]
+        return info.as_json()
+
+    if args.json:
+        data: dict = {"outputs": {n: describe(i) for n, i in instance.outputs.items()}}
+        if args.symbols:
+            data["symbols"] = {n: to_json_data(v) for n, v in instance.symbols.items()
+                               if not n.startswith("<")}
+        out.result(json.dumps(data))
+        return EXIT_OK
+    for name, info in instance.outputs.items():
+        infos = info if isinstance(info, tuple) else (info,)
+        for index, item in enumerate(infos):
+            label = name if not isinstance(info, tuple) else f"{name}[{index}]"
+            extents = ", ".join("~" if e is None else str(e) for e in item.shape)
+            out.result(f"{label}: {item.dtype}[{extents}]")
+    if args.symbols:
+        from .values import format_literal
+
+        for name, value in instance.symbols.items():
+            out.result(f"  {name} = {format_literal(value)}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refinterp",
@@ -152,6 +251,19 @@ def build_parser() -> argparse.ArgumentParser:
                           help="numeric rules (docs/semantics.md); default: spec")
     expr_cmd.add_argument("--json", action="store_true", help="print the value as JSON")
     expr_cmd.set_defaults(run=cmd_expr)
+
+    shapes_cmd = commands.add_parser(
+        "shapes", help="instantiate an operator: check it and print its output shapes")
+    shapes_cmd.add_argument("file", metavar="FILE")
+    shapes_cmd.add_argument("--op", metavar="NAME", help="the operator or graph to instantiate")
+    shapes_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
+    shapes_cmd.add_argument("--input", action="append", default=[], metavar="NAME=TYPE[EXTENTS]",
+                            help="e.g. x=real[2,3], xs=real[4]..(3), xs.0=real[4]")
+    shapes_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
+    shapes_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
+    shapes_cmd.add_argument("--json", action="store_true")
+    shapes_cmd.add_argument("--symbols", action="store_true", help="also print bound symbols")
+    shapes_cmd.set_defaults(run=cmd_shapes)
     return parser
 
 

@@ -1,0 +1,234 @@
+"""Spec §2.5–2.9 and §2.13: instantiating operators with the spec's own examples (issue 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from refinterp.diagnostics import Diagnostic
+from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.modules import Loader
+from refinterp.source import SourceFile
+from refinterp.syntax import parse_module
+from refinterp.values import NULL
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def op(text: str):
+    return parse_module(SourceFile("<t>", text)).module.definitions[0]
+
+
+def corpus_op(file: str, name: str):
+    tree = Loader().load(CORPUS / file).main.tree
+    return next(d for d in tree.definitions if d.name == name)
+
+
+def real(*shape: int) -> TensorInfo:
+    return TensorInfo("real", shape)
+
+
+def run(definition, attributes=None, inputs=None, generics=()):
+    return instantiate(definition, Invocation(attributes or {}, inputs or {}, generics))
+
+
+def fails(definition, attributes=None, inputs=None, generics=()) -> Diagnostic:
+    with pytest.raises(Diagnostic) as info:
+        run(definition, attributes, inputs, generics)
+    return info.value
+
+
+# ----------------------------------------------------------------------------- §2.1 conv
+
+CONV = ("4_4_1_linear_operators_02.sknd", "conv")
+
+
+def test_conv_same_padding_by_default() -> None:
+    # §4.4.1 conv: without `padding`, paddings = ((ix / stride) - 1) * stride + fd - ix, so the
+    # output keeps the spatial size for stride 1: 8 -> 8 with a 3x3 filter.
+    inst = run(corpus_op(*CONV), inputs={"input": real(1, 3, 8, 8), "filter": real(4, 3, 3, 3)})
+    assert inst.outputs["output"] == TensorInfo("real", (1, 4, 8, 8), (None,) * 4)
+    assert inst.symbols["d"] == 2 and inst.symbols["stride"] == (1, 1)  # uniform expansion
+
+
+def test_conv_stride_and_explicit_padding() -> None:
+    # (ix + paddings - fd) / stride + 1 = (9 + 0 - 3) / 2 + 1 = 4 with padding 0, stride 2.
+    inst = run(corpus_op(*CONV), {"stride": 2, "padding": 0},
+               {"input": real(2, 3, 9, 9), "filter": real(5, 3, 3, 3)})
+    assert inst.outputs["output"].shape == (2, 5, 4, 4)
+
+
+def test_conv_assertion_message_and_values() -> None:
+    diag = fails(corpus_op(*CONV), {"stride": 0},
+                 {"input": real(1, 3, 8, 8), "filter": real(4, 3, 3, 3)})
+    assert diag.message == "'stride' must be positive"
+    assert "stride = [0, 0]" in diag.notes
+
+
+def test_conv_conflicting_channels() -> None:
+    # The filter's rank disagrees with the input's: d + 2 = 4 from input, 3 items in filter.
+    diag = fails(corpus_op(*CONV), inputs={"input": real(1, 3, 8, 8), "filter": real(4, 3, 3)})
+    assert "input 'filter'" in diag.message
+
+
+# ----------------------------------------------------------------------------- §4.1.2 reshape
+
+def test_reshape_example() -> None:
+    inst = run(corpus_op("4_1_2_data_view_operators_01.sknd", "reshape"),
+               {"shape": (3, 2)}, {"input": real(6)})
+    assert inst.outputs["output"].shape == (3, 2)
+
+
+# ----------------------------------------------------------------------------- §2.6.1
+
+SECTION_2_6_1 = """operator f {
+    @attrib { r: int; a: optional int; b: int..(d) = 0; c: int = 2 * d + r; }
+    @input { x: real[s..(r),z..(d),t..]; y: real[s..(r),z..(d)]; }
+}"""
+
+
+def test_binding_order_example_values() -> None:
+    # y is bound first (d = 2 from z), then x; b takes its uniform default [0, 0]; c = 2 * d + r.
+    inst = run(op(SECTION_2_6_1), {"r": 1}, {"x": real(2, 3, 4, 5), "y": real(2, 3, 4)})
+    symbols = inst.symbols
+    assert (symbols["s"], symbols["z"], symbols["t"], symbols["d"]) == ((2,), (3, 4), (5,), 2)
+    assert symbols["b"] == (0, 0) and symbols["c"] == 5 and symbols["a"] is NULL
+
+
+def test_conflicting_deduction_names_both_sources() -> None:
+    diag = fails(op(SECTION_2_6_1), {"r": 1}, {"x": real(9, 3, 4, 5), "y": real(2, 3, 4)})
+    assert "'s' is [2] from input 'y'" in diag.message and "input 'x'" in diag.message
+
+
+# ----------------------------------------------------------------------------- §2.9
+
+INTERLEAVE = """operator f {
+    @attrib { a: int; b: int; c: int; }
+    @using { r = a / b; }
+    @assert {
+        b > 0: "b must be positive", b;
+        a % b == 0: "a must be divisible by b", a, b;
+        r + c == 42: "some condition must be true for a/b and c";
+    }
+}"""
+
+
+def test_interleaving_checks_b_before_dividing() -> None:
+    # §2.9: the first two assertions are checked before r = a / b is evaluated.
+    diag = fails(op(INTERLEAVE), {"a": 10, "b": 0, "c": 1})
+    assert diag.message == "b must be positive" and diag.notes == ["b = 0"]
+    diag = fails(op(INTERLEAVE), {"a": 10, "b": 3, "c": 1})
+    assert diag.message == "a must be divisible by b"
+    assert run(op(INTERLEAVE), {"a": 84, "b": 2, "c": 0}).symbols["r"] == 42
+    assert fails(op(INTERLEAVE), {"a": 84, "b": 2, "c": 1}).message.startswith("some condition")
+
+
+def test_null_assertion_is_skipped_and_packed_must_all_hold() -> None:
+    definition = op("operator f { @attrib { p: optional int; q: int..; } "
+                    "@assert { p > 0: 'p'; q > 0: 'q {q}'; } }")
+    run(definition, {"q": (1, 2)})
+    assert fails(definition, {"q": (1, 0)}).message == "q [1, 0]"
+
+
+# ----------------------------------------------------------------------------- §2.5 attributes
+
+def test_deferred_and_optional_valued_defaults() -> None:
+    # §2.5: `a: int..(k) = [0:r]` with optional r: if r is missing, a must be given.
+    definition = op("operator f { @attrib { r: optional int; a: int..(k) = [0:r]; } }")
+    assert run(definition, {"r": 3}).symbols["a"] == (0, 1, 2)
+    assert "must be given" in fails(definition).message
+    assert run(definition, {"a": (5,)}).symbols["k"] == 1
+
+
+def test_uniform_value_for_a_packed_attribute() -> None:
+    definition = op("operator f { @attrib { r: int; a: int..(r) = 0; } }")
+    assert run(definition, {"r": 3}).symbols["a"] == (0, 0, 0)
+    assert run(definition, {"r": 2, "a": 7}).symbols["a"] == (7, 7)
+    assert "must have 2 items" in fails(definition, {"r": 2, "a": (1, 2, 3)}).message
+    unknown = op("operator f { @attrib { a: int..(r) = 0; } }")
+    assert "not known" in fails(unknown, {"a": 1}).message
+
+
+def test_missing_and_unknown_attributes() -> None:
+    definition = op("operator f { @attrib { n: int; } }")
+    assert "must be given" in fails(definition).message
+    assert "no attribute 'm'" in fails(definition, {"n": 1, "m": 2}).message
+    assert "must be int; got real" in fails(definition, {"n": 1.5}).message
+
+
+# ----------------------------------------------------------------------------- §2.6 inputs
+
+AFFINE = """operator f {
+    @attrib { n: int; }
+    @input { x: real[m, k + 1, s..(2 * d), n / 2]; }
+}"""
+
+
+def test_affine_extents() -> None:
+    inst = run(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 3, 4)})
+    assert (inst.symbols["m"], inst.symbols["k"], inst.symbols["s"], inst.symbols["d"]) == \
+        (2, 4, (3, 3), 1)
+    assert "does not fit 2 * d" in fails(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 4)}).message
+    assert "n / 2 = 4" in fails(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 3, 5)}).message
+
+
+def test_tensor_packs_shared_and_distinct_extents() -> None:
+    # §2.6: `xs: real[z, s..(l), ..t]..(k)`: z and s shared, t one extent per item.
+    definition = op("operator f { @input { xs: real[z, s..(l), ..t]..(k); } }")
+    inst = run(definition, inputs={"xs": (real(2, 3, 4), real(2, 3, 5))})
+    assert (inst.symbols["k"], inst.symbols["z"], inst.symbols["t"]) == (2, 2, (4, 5))
+    assert "'z' is 2" in fails(definition, inputs={"xs": (real(2, 3, 4), real(7, 3, 4))}).message
+
+
+def test_rank_capture_and_outputs() -> None:
+    definition = op("operator f { @input { x: real^(r)[s..]; } "
+                    "@output { y: real[r, s..]; z: real[s[0] > 1 ? 2]; } }")
+    inst = run(definition, inputs={"x": real(1, 4)})
+    assert inst.outputs["y"].shape == (2, 1, 4)
+    assert inst.outputs["z"].shape == ()  # a null component is omitted
+
+
+def test_optional_input_absent_gives_null_symbols() -> None:
+    definition = op("operator f { @input { x: real[n]; bias: optional real[m]; } "
+                    "@output { y: real[n]; } @assert { m == n: 'bias size'; } }")
+    inst = run(definition, inputs={"x": real(3)})
+    assert inst.symbols["m"] is NULL and inst.outputs["y"].shape == (3,)
+    assert fails(definition, inputs={"x": real(3), "bias": real(2)}).message == "bias size"
+
+
+def test_dynamic_output_extents_carry_their_bound() -> None:
+    definition = op("operator f { @attrib { k: int; } @input { x: real[n, m]; } "
+                    "@output { y: real[~|k, m]; } }")
+    inst = run(definition, {"k": 5}, {"x": real(3, 4)})
+    assert inst.outputs["y"] == TensorInfo("real", (None, 4), (5, None))
+
+
+# ----------------------------------------------------------------------------- §2.7 constants
+
+def test_constants() -> None:
+    definition = op("operator f { @attrib { n: int; } @constant { "
+                    "I: real[n,n] = i == j ? 1.0 : 0.0, i < n, j < n; "
+                    "c: real[n] = 0.5; l: int[2, 2] = [1, 2, 3, 4]; } }")
+    inst = run(definition, {"n": 2})
+    assert inst.constants["I"][1] == (1.0, 0.0, 0.0, 1.0)
+    assert inst.constants["c"] == (TensorInfo("real", (2,), (None,)), 0.5)
+    assert inst.constants["l"][1] == (1, 2, 3, 4)
+
+
+# ----------------------------------------------------------------------------- §2.13 generics
+
+GENERIC = "operator f { @dtype { T: num; U: type = real; } @input { x: T[n]; } " \
+          "@output { y: T[n]; z: U[]; } }"
+
+
+def test_generics_deduced_defaulted_and_explicit() -> None:
+    inst = run(op(GENERIC), inputs={"x": TensorInfo("int", (3,))})
+    assert inst.dtypes == {"T": "int", "U": "real"}
+    assert inst.outputs["y"].dtype == "int" and inst.outputs["z"].dtype == "real"
+    explicit = run(op(GENERIC), inputs={"x": real(3)}, generics=("real", "bool"))
+    assert explicit.outputs["z"].dtype == "bool"
+    assert "T is real from the explicit type argument but int" in fails(
+        op(GENERIC), inputs={"x": TensorInfo("int", (3,))}, generics=("real",)).message
+    assert "T: num cannot be bool" in fails(
+        op(GENERIC), inputs={"x": TensorInfo("bool", (3,))}).message
