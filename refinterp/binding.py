@@ -146,7 +146,9 @@ def _flexible_items(decl: ast.ParamDecl, known: set[str]) -> list[ast.Extent]:
             continue
         length = extent.pack.length
         if length is None:
-            flexible.append(extent)  # `s..`: its length is whatever remains
+            # `s..`: its length is whatever remains, unless s itself is already bound.
+            if not (isinstance(extent.value, ast.Name) and extent.value.name in known):
+                flexible.append(extent)
             continue
         unknown = free_names(length) - known - own
         if unknown:

@@ -388,7 +388,11 @@ class Instantiation:
                 return 1
             return 0 if self.eval(extent.value) is NULL else 1
         length = extent.pack.length
-        if length is None or not self.known(length):
+        if length is None:
+            bound = self.values.get(extent.value.name) if isinstance(extent.value, ast.Name) \
+                else None
+            return len(bound) if isinstance(bound, tuple) else None
+        if not self.known(length):
             return None
         value = self.eval(length)
         if value is NULL:

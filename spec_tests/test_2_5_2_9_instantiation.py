@@ -232,3 +232,11 @@ def test_generics_deduced_defaulted_and_explicit() -> None:
         op(GENERIC), inputs={"x": TensorInfo("int", (3,))}, generics=("real",)).message
     assert "T: num cannot be bool" in fails(
         op(GENERIC), inputs={"x": TensorInfo("bool", (3,))}).message
+
+
+def test_scatter_nd_binding_reuses_bound_pack_lengths() -> None:
+    definition = corpus_op("4_1_6_data_indexing_operators_05.sknd", "scatter_nd")
+    inst = run(definition, inputs={"data": real(4, 5, 6), "indices": TensorInfo("int", (3, 2)),
+                                   "updates": real(3, 6)})
+    assert inst.outputs["output"].shape == (4, 5, 6)
+    assert (inst.symbols["d"], inst.symbols["z"], inst.symbols["t"]) == (2, (3,), (6,))

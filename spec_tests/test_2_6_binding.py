@@ -87,3 +87,13 @@ def test_deferred_default_must_be_computable() -> None:
     b = blocks("@attrib { a: int.. = [0:q]; } @input { x: real[n]; }")
     with pytest.raises(BindingDiagnostic, match="uses q"):
         check_deferred_attributes(b["attrib"], b["input"])
+
+
+def test_a_bound_pack_symbol_has_a_known_length() -> None:
+    # §4.1.6 scatter_nd: `indices: int[b..(batch_dims),z..,d]` binds z and d first, then data
+    # (first pass: data has two flexible items and waits; updates then has only t..), and data
+    # in the second pass, when d and t are known.
+    b = blocks("@attrib { batch_dims: int = 0; } @input { data: T[b..(batch_dims),s..(d),t..]; "
+               "indices: int[b..(batch_dims),z..,d]; updates: T[b..(batch_dims),z..,t..]; }")
+    assert [i.name for i in binding_order(b["attrib"], b["input"])] == \
+        ["indices", "updates", "data"]
