@@ -126,30 +126,34 @@ _INPUT_RE = re.compile(
     r"^\s*(?P<dtype>[A-Za-z_]\w*)\s*\[(?P<shape>[\d\s,]*)\]\s*(?:\.\.\((?P<count>\d+)\))?\s*$")
 
 
-def parse_input(text: str, inputs: dict) -> None:
-    """`NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack) or `NAME.I=TYPE[EXTENTS]`."""
+def parse_inputs(texts: list[str]) -> dict:
+    """Input tensors from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
+    tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items must run from 0 without gaps)."""
     from .instance import TensorInfo
 
-    name, sep, spec = text.partition("=")
-    match = _INPUT_RE.match(spec)
-    if not sep or match is None:
-        raise Diagnostic(f"--input expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
-                         f"xs=real[4]..(3); got '{text}'")
-    shape = tuple(int(e) for e in match["shape"].replace(" ", "").split(",") if e)
-    tensor = TensorInfo(match["dtype"], shape)
-    base, dot, index = name.strip().partition(".")
-    if dot:
-        if not index.isdigit():
-            raise Diagnostic(f"--input item index must be a number: '{name}'")
-        items = dict(enumerate(inputs.get(base, ()))) if isinstance(inputs.get(base), tuple) \
-            else {}
-        items[int(index)] = tensor
-        if sorted(items) != list(range(len(items))):
-            inputs[base] = items  # completed below, once every item is given
-        inputs[base] = tuple(items[i] for i in sorted(items)) if sorted(items) == list(
-            range(len(items))) else items
-        return
-    inputs[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+    tensors: dict = {}
+    items: dict[str, dict[int, TensorInfo]] = {}
+    for text in texts:
+        name, sep, spec = text.partition("=")
+        match = _INPUT_RE.match(spec)
+        if not sep or match is None:
+            raise Diagnostic(f"--input expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
+                             f"xs=real[4]..(3); got '{text}'")
+        shape = tuple(int(e) for e in match["shape"].replace(" ", "").split(",") if e)
+        tensor = TensorInfo(match["dtype"], shape)
+        base, dot, index = name.strip().partition(".")
+        if dot:
+            if not index.isdigit():
+                raise Diagnostic(f"--input {name}: the item index must be a number")
+            items.setdefault(base, {})[int(index)] = tensor
+        else:
+            tensors[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+    for base, by_index in items.items():
+        if base in tensors or sorted(by_index) != list(range(len(by_index))):
+            raise Diagnostic(f"--input {base}: give a whole pack or items {base}.0, {base}.1, "
+                             f"... without gaps")
+        tensors[base] = tuple(by_index[i] for i in range(len(by_index)))
+    return tensors
 
 
 def select_operator(program: Program, name: str | None):
@@ -186,12 +190,7 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     for text in args.attrib:
         name, value = parse_attribute(text, profile)
         invocation.attributes[name] = value
-    for text in args.input:
-        parse_input(text, invocation.inputs)
-    for name, value in invocation.inputs.items():
-        if isinstance(value, dict):
-            raise Diagnostic(f"--input {name}: items {sorted(value)} do not start at 0 "
-                             f"without gaps")
+    invocation.inputs.update(parse_inputs(args.input))
     instance = instantiate(definition, invocation)
 
     def describe(info) -> object:
