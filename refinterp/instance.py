@@ -615,11 +615,23 @@ class Instantiation:
         return info, value
 
     def per_element(self, decl: ast.ParamDecl, info: TensorInfo) -> Value:
+        """§2.7: the initialiser evaluated for every index in row-major order. A bound that is a
+        pack (`i < fs`) makes `i` a pack of indices running over all its dimensions."""
         names = [b.name for b in decl.bounds]
-        limits = [self.eval(b.bound) for b in decl.bounds]
+        ranges = []
+        for bound in decl.bounds:
+            limit = self.eval(bound.bound)
+            limits = limit if isinstance(limit, tuple) else (limit,)
+            if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in limits):
+                raise self.fail(f"the index bound {bound.name} < {format_literal(limit)} is not "
+                                f"a non-negative int (or pack of them)", bound)
+            product = itertools.product(*(range(n) for n in limits))
+            ranges.append([p if isinstance(limit, tuple) else p[0] for p in product])
         result = []
-        for index in itertools.product(*(range(n) for n in limits)):
+        for index in itertools.product(*ranges):
             env = self.env()
             env.values.update(zip(names, index))
+            env.types.update({n: Type("int", packed=isinstance(v, tuple))
+                              for n, v in zip(names, index)})
             result.append(evaluate(decl.default, env))
         return tuple(result)

@@ -240,3 +240,12 @@ def test_scatter_nd_binding_reuses_bound_pack_lengths() -> None:
                                    "updates": real(3, 6)})
     assert inst.outputs["output"].shape == (4, 5, 6)
     assert (inst.symbols["d"], inst.symbols["z"], inst.symbols["t"]) == (2, (3,), (6,))
+
+
+def test_constant_with_a_packed_index_bound() -> None:
+    # §4.5.1 linear_upsample: `filter: real[fs..] = ... , i < fs;` with fs a pack: i runs over
+    # every multi-index of fs (row-major) and is a pack of indices.
+    definition = op("operator f { @attrib { fs: int..; } "
+                    "@constant { c: int[fs..] = i * [10, 1] + .., i < fs; } }")
+    inst = run(definition, {"fs": (2, 3)})
+    assert inst.constants["c"][1] == (0, 1, 2, 10, 11, 12)
