@@ -208,3 +208,22 @@ def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
             raise BindingDiagnostic(
                 f"the default of attribute '{attribute.name}' uses {', '.join(missing)}, which "
                 f"no attribute or input shape defines", attribute.default.span)
+
+
+_ORDERS: dict[int, tuple[ast.OperatorDef, list[ast.ParamDecl]]] = {}
+
+
+def definition_order(definition: ast.OperatorDef) -> list[ast.ParamDecl]:
+    """The checked binding order of a definition, computed once per definition (§2.6.1: it
+    depends on the definition only) and reused by every instantiation."""
+    cached = _ORDERS.get(id(definition))
+    if cached is not None and cached[0] is definition:
+        return cached[1]
+    attributes = definition.block("attrib")
+    inputs = definition.block("input")
+    attribute_decls = attributes.entries if attributes else ()
+    input_decls = inputs.entries if inputs else ()
+    order = binding_order(attribute_decls, input_decls)  # type: ignore[arg-type]
+    check_deferred_attributes(attribute_decls, input_decls)  # type: ignore[arg-type]
+    _ORDERS[id(definition)] = (definition, order)
+    return order

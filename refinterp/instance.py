@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import semantics
-from .binding import affine_form, binding_order, check_deferred_attributes, free_names, \
-    solve_affine
+from .binding import affine_form, definition_order, free_names, solve_affine
 from .diagnostics import Diagnostic
 from .expr import Environment, evaluate
 from .source import Span
@@ -162,8 +161,7 @@ class Instantiation:
         if unknown:
             raise self.fail(f"'{self.definition.name}' has no input '{sorted(unknown)[0]}'",
                             notes=["inputs: " + (", ".join(i.name for i in inputs) or "none")])
-        order = binding_order(attributes, inputs)
-        check_deferred_attributes(attributes, inputs)
+        order = definition_order(self.definition)
         self.bind_explicit_generics()
         deferred = self.bind_attributes(attributes)
         for decl in order:
