@@ -209,6 +209,9 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
         infos = info if isinstance(info, tuple) else (info,)
         for index, item in enumerate(infos):
             label = name if not isinstance(info, tuple) else f"{name}[{index}]"
+            if item.shape is None:
+                out.result(f"{label}: {item.dtype} (shape derived from the composition)")
+                continue
             extents = ", ".join("~" if e is None else str(e) for e in item.shape)
             out.result(f"{label}: {item.dtype}[{extents}]")
     if args.symbols:

@@ -33,14 +33,19 @@ class InvocationDiagnostic(Diagnostic):
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """The type and shape of a tensor; `bounds` holds the upper bound of each dynamic extent."""
+    """The type and shape of a tensor; `bounds` holds the upper bound of each dynamic extent.
+
+    An unknown extent is None; a shape of None means the declaration left it to be derived from
+    the composition (a graph's `output: real`, §2.6 "Dynamic input and output shapes").
+    """
 
     dtype: str
-    shape: tuple[int | None, ...]
+    shape: tuple[int | None, ...] | None
     bounds: tuple[int | None, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.dtype, "shape": list(self.shape)}
+        shape = None if self.shape is None else list(self.shape)
+        data: dict[str, Any] = {"type": self.dtype, "shape": shape}
         if any(b is not None for b in self.bounds):
             data["bounds"] = list(self.bounds)
         return data
@@ -565,6 +570,8 @@ class Instantiation:
         return self.shape_of(decl, dtype, None)
 
     def shape_of(self, decl: ast.ParamDecl, dtype: str, item: int | None) -> TensorInfo:
+        if decl.type.shape is None:
+            return TensorInfo(dtype, None)
         shape: list[int | None] = []
         bounds: list[int | None] = []
         for extent in decl.type.shape or ():
@@ -602,7 +609,7 @@ class Instantiation:
                                 f"values", decl)
             return info, values  # type: ignore[return-value]
         volume = 1
-        for extent in info.shape:
+        for extent in info.shape or ():
             volume *= extent or 0
         if decl.bounds:
             return info, self.per_element(decl, info)

@@ -249,3 +249,11 @@ def test_constant_with_a_packed_index_bound() -> None:
                     "@constant { c: int[fs..] = i * [10, 1] + .., i < fs; } }")
     inst = run(definition, {"fs": (2, 3)})
     assert inst.constants["c"][1] == (0, 1, 2, 10, 11, 12)
+
+
+def test_graph_output_without_shape_is_left_to_the_composition() -> None:
+    # §2.6: "the entire shape definition can be omitted ... output: real".
+    definition = op("graph G { @input { x: real[s|10]; } @output { y: real; } }")
+    inst = run(definition, inputs={"x": real(4)})
+    assert inst.outputs["y"].shape is None
+    assert "above its bound 10" in fails(definition, inputs={"x": real(11)}).message
