@@ -271,6 +271,7 @@ class Instantiation:
         self.values[decl.name] = value
         self.types[decl.name] = declared
         self.sources[decl.name] = f"attribute '{decl.name}' (default)"
+        self.bind_attribute_length(decl, value)
 
     def finish_packed_attribute(self, decl: ast.ParamDecl) -> None:
         """Step 4: check a packed attribute's length, or expand a single value to it."""
@@ -576,7 +577,10 @@ class Instantiation:
         bounds: list[int | None] = []
         for extent in decl.type.shape or ():
             bound = self.eval(extent.bound) if extent.bound is not None else None
-            if isinstance(extent.value, ast.Placeholder):
+            agreement = (extent.bound is not None and isinstance(extent.value, ast.Name)
+                         and extent.value.name not in self.values)
+            if isinstance(extent.value, ast.Placeholder) or agreement:
+                # `~|k`, or `s|k` naming a dynamic extent shared by several outputs (§2.6)
                 values: list[Value] = [None]
             else:
                 value = self.eval(extent.value)

@@ -137,6 +137,7 @@ def test_deferred_and_optional_valued_defaults() -> None:
     # §2.5: `a: int..(k) = [0:r]` with optional r: if r is missing, a must be given.
     definition = op("operator f { @attrib { r: optional int; a: int..(k) = [0:r]; } }")
     assert run(definition, {"r": 3}).symbols["a"] == (0, 1, 2)
+    assert run(definition, {"r": 3}).symbols["k"] == 3  # the deferred value's length binds k
     assert "must be given" in fails(definition).message
     assert run(definition, {"a": (5,)}).symbols["k"] == 1
 
@@ -195,6 +196,13 @@ def test_optional_input_absent_gives_null_symbols() -> None:
     inst = run(definition, inputs={"x": real(3)})
     assert inst.symbols["m"] is NULL and inst.outputs["y"].shape == (3,)
     assert fails(definition, inputs={"x": real(3), "bias": real(2)}).message == "bias size"
+
+
+def test_dynamic_output_agreement_symbol() -> None:
+    # §2.6: `y: real[s|k,m]; z: real[s|k,m];` — s names a dynamic extent shared by outputs.
+    inst = run(corpus_op("2_6_operator_inputs_and_outputs_11.sknd",
+                         "example_dynamic_output_agreement"), {"k": 4}, {"x": real(2, 3)})
+    assert inst.outputs["y"] == inst.outputs["z"] == TensorInfo("real", (None, 3), (4, None))
 
 
 def test_dynamic_output_extents_carry_their_bound() -> None:
