@@ -20,10 +20,10 @@ from typing import Any
 from . import semantics
 from .binding import affine_form, definition_order, free_names, solve_affine
 from .diagnostics import Diagnostic
-from .expr import Environment, evaluate
+from .expr import Environment, Evaluator, evaluate
 from .source import Span
 from .syntax import ast
-from .types import CONCRETE, Type, dtype_scope, type_from_spec, type_of_value
+from .types import CONCRETE, Type, check_expr, dtype_scope, type_from_spec, type_of_value
 from .values import NULL, TensorValue, Value, format_inserted, format_literal
 
 
@@ -307,10 +307,10 @@ class Instantiation:
         if actual is NULL:
             if not declared.optional:
                 raise self.fail(f"{source} must be given", decl)
-            for name in self.input_symbols(decl):
+            for name, packed in self.input_symbols(decl).items():
                 if name not in self.values:
                     self.values[name] = NULL
-                    self.types[name] = Type("int", optional=True)
+                    self.types[name] = Type("int", packed=packed, optional=True)
                     self.sources[name] = f"{source} (absent)"
             self.values[decl.name] = NULL
             self.types[decl.name] = declared
@@ -337,12 +337,16 @@ class Instantiation:
                                                                       items[0].shape))
         self.types[decl.name] = declared
 
-    def input_symbols(self, decl: ast.ParamDecl) -> set[str]:
-        names = {decl.type.rank} if decl.type.rank else set()
+    def input_symbols(self, decl: ast.ParamDecl) -> dict[str, bool]:
+        """The symbols an input's shape declares, each with whether it is a pack."""
+        names = {decl.type.rank: False} if decl.type.rank else {}
         for extent in decl.type.shape or ():
-            for expr in (extent.value, extent.pack.length if extent.pack else None):
-                if expr is not None and affine_form(expr) is not None:
-                    names.add(affine_form(expr).symbol)
+            value_form = affine_form(extent.value)
+            if value_form is not None:
+                names[value_form.symbol] = extent.pack is not None or extent.distinct
+            length = extent.pack.length if extent.pack else None
+            if length is not None and affine_form(length) is not None:
+                names[affine_form(length).symbol] = False
         return names
 
     def bind_pack_length(self, decl: ast.ParamDecl, count: int) -> None:
@@ -503,10 +507,14 @@ class Instantiation:
         raise InvocationDiagnostic(message, assertion.cond.span, notes)
 
     def bind_using(self, using: ast.UsingDecl) -> None:
-        value = self.eval(using.value)
-        self.assign(using.target, value, using)
+        env = self.env()
+        types = check_expr(using.value, env.scope())
+        value = Evaluator(env, types).eval(using.value)
+        self.assign(using.target, value, types[id(using.value)])
 
-    def assign(self, target: ast.LValue, value: Value, using: ast.UsingDecl) -> None:
+    def assign(self, target: ast.LValue, value: Value, static: Type) -> None:
+        """Bind a @using target; its type is the static type of the expression (so a value
+        that happens to be non-null stays optional where the expression is)."""
         if isinstance(target, ast.LName):
             if target.pack is not None and target.pack.length is not None and \
                     isinstance(value, tuple):
@@ -515,21 +523,15 @@ class Instantiation:
                     raise self.fail(f"'{target.name}' has {len(value)} items but the hint says "
                                     f"{format_literal(hint)}", target)
             self.values[target.name] = value
-            self.types[target.name] = self.type_of_using(using, value)
+            self.types[target.name] = static
             self.sources[target.name] = f"@using '{target.name}'"
             return
         if isinstance(target, ast.LList):
-            self.destructure(target, value, using)
+            self.destructure(target, value, static)
             return
         raise self.fail("unsupported @using target", target)
 
-    def type_of_using(self, using: ast.UsingDecl, value: Value) -> Type:
-        try:
-            return type_of_value(value)
-        except ValueError:
-            return Type("any", packed=isinstance(value, tuple))
-
-    def destructure(self, target: ast.LList, value: Value, using: ast.UsingDecl) -> None:
+    def destructure(self, target: ast.LList, value: Value, static: Type) -> None:
         """`[a, b..] = c` splits a pack; `[(e, f)..] = c` unzips it (§2.9)."""
         if value is NULL or not isinstance(value, tuple):
             raise self.fail("a list target needs a pack value", target)
@@ -544,7 +546,7 @@ class Instantiation:
         position = 0
         for item in target.items:
             if isinstance(item, ast.LName) and item.pack is None:
-                self.assign(item, value[position], using)
+                self.assign(item, value[position], static.item())
                 position += 1
             elif isinstance(item, ast.LZip):
                 width = len(item.items)
@@ -552,10 +554,10 @@ class Instantiation:
                     raise self.fail(f"{rest} items cannot be unzipped into {width} packs", item)
                 chunk = value[position:position + rest]
                 for offset, name in enumerate(item.items):
-                    self.assign(name, tuple(chunk[offset::width]), using)
+                    self.assign(name, tuple(chunk[offset::width]), static)
                 position += rest
             elif isinstance(item, ast.LName):
-                self.assign(item, tuple(value[position:position + rest]), using)
+                self.assign(item, tuple(value[position:position + rest]), static)
                 position += rest
 
     # ------------------------------------------------------------------ outputs (§2.6, §2.7)

@@ -265,3 +265,20 @@ def test_graph_output_without_shape_is_left_to_the_composition() -> None:
     inst = run(definition, inputs={"x": real(4)})
     assert inst.outputs["y"].shape is None
     assert "above its bound 10" in fails(definition, inputs={"x": real(11)}).message
+
+
+def test_using_symbols_keep_their_static_optional_type() -> None:
+    # §4.1.3 concat: `u = z := ..` is optional even when the inputs happen to be uniform, so
+    # `u * n ?? (z + ..)` is well typed; both cases give the summed extent.
+    definition = corpus_op("4_1_3_joining_and_splitting_operators_01.sknd", "concat")
+    assert run(definition, {"axis": 1}, {"inputs": (real(2, 3),) * 3}).outputs["output"].shape \
+        == (2, 9)
+    assert run(definition, {"axis": 1}, {"inputs": (real(2, 3), real(2, 5))}) \
+        .outputs["output"].shape == (2, 8)
+
+
+def test_absent_optional_input_with_packed_extents() -> None:
+    # §4.3 matmul: without C, its packed extents c and length dc are null packs/ints.
+    definition = corpus_op("4_3_linear_algebra_operators_02.sknd", "matmul")
+    inst = run(definition, inputs={"A": real(2, 3), "B": real(5, 3, 4)})
+    assert inst.outputs["Z"].shape == (5, 2, 4) and inst.symbols["c"] is NULL
