@@ -518,10 +518,7 @@ class Instantiation:
         if isinstance(target, ast.LName):
             if target.pack is not None and target.pack.length is not None and \
                     isinstance(value, tuple):
-                hint = self.eval(target.pack.length)
-                if hint != len(value):
-                    raise self.fail(f"'{target.name}' has {len(value)} items but the hint says "
-                                    f"{format_literal(hint)}", target)
+                self.check_length_hint(target, len(value))
             self.values[target.name] = value
             self.types[target.name] = static
             self.sources[target.name] = f"@using '{target.name}'"
@@ -530,6 +527,20 @@ class Instantiation:
             self.destructure(target, value, static)
             return
         raise self.fail("unsupported @using target", target)
+
+    def check_length_hint(self, target: ast.LName, length: int) -> None:
+        """§2.9 `c..(n) = ...`: a hint naming a new symbol binds it; otherwise it must match."""
+        hint = target.pack.length
+        form = affine_form(hint)
+        if form is not None and form.symbol not in self.values:
+            solved = solve_affine(form, length)
+            if solved is None:
+                raise self.fail(f"'{target.name}' has {length} items, which does not fit "
+                                f"{span_text(hint.span)}", target)
+            self.bind(form.symbol, solved, f"the length of '{target.name}'", target, Type("int"))
+        elif self.eval(hint) != length:
+            raise self.fail(f"'{target.name}' has {length} items but the hint says "
+                            f"{format_literal(self.eval(hint))}", target)
 
     def destructure(self, target: ast.LList, value: Value, static: Type) -> None:
         """`[a, b..] = c` splits a pack; `[(e, f)..] = c` unzips it (§2.9)."""

@@ -282,3 +282,17 @@ def test_absent_optional_input_with_packed_extents() -> None:
     definition = corpus_op("4_3_linear_algebra_operators_02.sknd", "matmul")
     inst = run(definition, inputs={"A": real(2, 3), "B": real(5, 3, 4)})
     assert inst.outputs["Z"].shape == (5, 2, 4) and inst.symbols["c"] is NULL
+
+
+def test_using_length_hints_and_destructuring() -> None:
+    # §2.9: `c..(n) = ...` hints (here: declares) the length; `[a,b..] = c` splits the head
+    # from the tail; `[(e,f)..] = c` unzips.
+    inst = run(corpus_op("2_9_using_helper_symbols_for_intermediate_expressions_02.sknd",
+                         "example_using_pack_length_hint"))
+    assert inst.symbols["n"] == 3
+    definition = op("operator f { @attrib { c: int..; m: int; } @using { "
+                    "[a, b..] = c; [(e, g)..] = c; h..(m) = c; } }")
+    inst = run(definition, {"c": (1, 2, 3, 4), "m": 4})
+    assert (inst.symbols["a"], inst.symbols["b"]) == (1, (2, 3, 4))
+    assert (inst.symbols["e"], inst.symbols["g"]) == ((1, 3), (2, 4))
+    assert "hint says 3" in fails(definition, {"c": (1, 2, 3, 4), "m": 3}).message
