@@ -139,6 +139,24 @@ class Instantiation:
         self.types[name] = kind or type_of_value(value)
         self.sources[name] = source
 
+    def deduce(self, expr: ast.Expr, actual: int, what: str, source: str, node: ast.Node,
+               check: bool = True) -> None:
+        """§2.6: an affine `a * x + b` of an unbound `x` declares x, solved from `actual`;
+        otherwise (with `check`) the expression is evaluated and must equal `actual`."""
+        form = affine_form(expr)
+        if form is not None and form.symbol not in self.values:
+            solved = solve_affine(form, actual)
+            if solved is None:
+                raise self.fail(f"{what} is {actual}, which does not fit "
+                                f"{span_text(expr.span)}", node)
+            self.bind(form.symbol, solved, source, node, Type("int"))
+            return
+        if check:
+            expected = self.eval(expr)
+            if expected != actual:
+                raise self.fail(f"{what} is {format_literal(actual)} but "
+                                f"{span_text(expr.span)} = {format_literal(expected)}", node)
+
     def bind_dtype(self, name: str, concrete: str, source: str, node: ast.Node) -> None:
         bound = self.dtype_bounds[name]
         allowed = {"type": CONCRETE, "arith": ("int", "real", "bool"), "num": ("int", "real")}
@@ -249,17 +267,12 @@ class Instantiation:
             self.check_base(declared.base, actual.base, f"attribute '{decl.name}'", decl)
 
     def bind_attribute_length(self, decl: ast.ParamDecl, value: Value) -> None:
+        """A pack value binds its declared length symbol (checked later, in step 4)."""
         pack = decl.type.pack
         if pack is None or pack.length is None or not isinstance(value, tuple):
             return
-        form = affine_form(pack.length)
-        if form is not None and form.symbol not in self.values:
-            solved = solve_affine(form, len(value))
-            if solved is None:
-                raise self.fail(f"attribute '{decl.name}' has {len(value)} items, which does "
-                                f"not fit the length {span_text(pack.length.span)}", decl)
-            self.bind(form.symbol, solved, f"the length of attribute '{decl.name}'", decl,
-                      Type("int"))
+        self.deduce(pack.length, len(value), f"the length of attribute '{decl.name}'",
+                    f"the length of attribute '{decl.name}'", decl, check=False)
 
     def bind_deferred(self, decl: ast.ParamDecl) -> None:
         """Step 3: a non-constant default, now that the input shapes are bound."""
@@ -350,19 +363,9 @@ class Instantiation:
         return names
 
     def bind_pack_length(self, decl: ast.ParamDecl, count: int) -> None:
-        length = decl.type.pack.length
-        if length is None:
-            return
-        form = affine_form(length)
-        if form is not None and form.symbol not in self.values:
-            solved = solve_affine(form, count)
-            if solved is None:
-                raise self.fail(f"input '{decl.name}' has {count} items, which does not fit "
-                                f"{span_text(length.span)}", decl)
-            self.bind(form.symbol, solved, f"the length of input '{decl.name}'", decl)
-        elif self.eval(length) != count:
-            raise self.fail(f"input '{decl.name}' must have {self.eval(length)} items; got "
-                            f"{count}", decl)
+        if decl.type.pack.length is not None:
+            self.deduce(decl.type.pack.length, count, f"the length of input '{decl.name}'",
+                        f"the length of input '{decl.name}'", decl)
 
     def bind_shape(self, decl: ast.ParamDecl, shape: tuple[int, ...], where: str,
                    item: int | None, items: int) -> None:
@@ -417,13 +420,9 @@ class Instantiation:
                 if bound is not NULL and dim > bound:
                     raise self.fail(f"{source} is {dim}, above its bound {bound}", extent)
         if extent.pack is not None and extent.pack.length is not None:
-            form = affine_form(extent.pack.length)
-            if form is not None and form.symbol not in self.values:
-                solved = solve_affine(form, len(dims))
-                if solved is None:
-                    raise self.fail(f"{source} has {len(dims)} dimensions, which does not fit "
-                                    f"{span_text(extent.pack.length.span)}", extent)
-                self.bind(form.symbol, solved, f"the rank of {source}", extent)
+            # a known length already decided how many dimensions this item covers
+            self.deduce(extent.pack.length, len(dims), f"the rank of {source}",
+                        f"the rank of {source}", extent, check=False)
         value = extent.value
         if isinstance(value, ast.Placeholder) or not dims and extent.pack is None:
             return
@@ -431,16 +430,11 @@ class Instantiation:
         if extent.distinct:
             self.bind_distinct(extent, actual, source, item, items)
             return
-        form = affine_form(value) if extent.pack is None else None
         if isinstance(value, ast.Name):  # bound here, or checked naming both sources
             kind = Type("int", packed=extent.pack is not None)
             self.bind(value.name, actual, source, extent, kind)
-        elif form is not None and form.symbol not in self.values:
-            solved = solve_affine(form, actual)  # type: ignore[arg-type]
-            if solved is None:
-                raise self.fail(f"{source} is {actual}, which does not fit "
-                                f"{span_text(value.span)}", extent)
-            self.bind(form.symbol, solved, source, extent, Type("int"))
+        elif extent.pack is None:
+            self.deduce(value, actual, source, source, extent)  # type: ignore[arg-type]
         else:
             expected = self.eval(value)
             if expected != actual:
@@ -530,17 +524,8 @@ class Instantiation:
 
     def check_length_hint(self, target: ast.LName, length: int) -> None:
         """§2.9 `c..(n) = ...`: a hint naming a new symbol binds it; otherwise it must match."""
-        hint = target.pack.length
-        form = affine_form(hint)
-        if form is not None and form.symbol not in self.values:
-            solved = solve_affine(form, length)
-            if solved is None:
-                raise self.fail(f"'{target.name}' has {length} items, which does not fit "
-                                f"{span_text(hint.span)}", target)
-            self.bind(form.symbol, solved, f"the length of '{target.name}'", target, Type("int"))
-        elif self.eval(hint) != length:
-            raise self.fail(f"'{target.name}' has {length} items but the hint says "
-                            f"{format_literal(self.eval(hint))}", target)
+        self.deduce(target.pack.length, length, f"the length of '{target.name}'",
+                    f"the length of '{target.name}'", target)
 
     def destructure(self, target: ast.LList, value: Value, static: Type) -> None:
         """`[a, b..] = c` splits a pack; `[(e, f)..] = c` unzips it (§2.9)."""
