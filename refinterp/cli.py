@@ -186,7 +186,7 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     profile = semantics.PROFILES[args.profile]
     program = Loader(args.path).load(args.file)
     definition = select_operator(program, args.op)
-    invocation = Invocation(profile=profile)
+    invocation = Invocation(generics=tuple(args.generic), profile=profile)
     for text in args.attrib:
         name, value = parse_attribute(text, profile)
         invocation.attributes[name] = value
@@ -261,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     shapes_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
     shapes_cmd.add_argument("--input", action="append", default=[], metavar="NAME=TYPE[EXTENTS]",
                             help="e.g. x=real[2,3], xs=real[4]..(3), xs.0=real[4]")
+    shapes_cmd.add_argument("--generic", action="append", default=[], metavar="TYPE",
+                            help="explicit generic type arguments in @dtype order, as op<TYPE>")
     shapes_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
     shapes_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
     shapes_cmd.add_argument("--json", action="store_true")

@@ -70,3 +70,12 @@ def test_operator_selection(tmp_path: Path, capsys) -> None:
 def test_bad_input_syntax(capsys) -> None:
     status, _, err = run(capsys, CONV, "--input", "input=real(1,3)")
     assert status == 1 and "NAME=TYPE[EXTENTS]" in err
+
+
+def test_explicit_generic_types(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "g.sknd"
+    path.write_text("operator f { @dtype { T: num; } @attrib { n: int; } "
+                    "@output { y: T[n]; } }\n")
+    status, _, err = run(capsys, str(path), "--attrib", "n=2")
+    assert status == 1 and "cannot be deduced" in err
+    assert run(capsys, str(path), "--attrib", "n=2", "--generic", "int")[1] == "y: int[2]"
