@@ -436,7 +436,10 @@ class Instantiation:
         elif extent.pack is None:
             self.deduce(value, actual, source, source, extent)  # type: ignore[arg-type]
         else:
+            # a packed item given by an expression: a pack, or one extent repeated (`1 ..(c)`)
             expected = self.eval(value)
+            if not isinstance(expected, tuple) and expected is not NULL:
+                expected = (expected,) * len(dims)
             if expected != actual:
                 raise self.fail(f"{source} is {format_literal(actual)} but "
                                 f"{span_text(value.span)} = {format_literal(expected)}", extent)

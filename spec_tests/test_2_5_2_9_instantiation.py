@@ -296,3 +296,15 @@ def test_using_length_hints_and_destructuring() -> None:
     assert (inst.symbols["a"], inst.symbols["b"]) == (1, (2, 3, 4))
     assert (inst.symbols["e"], inst.symbols["g"]) == ((1, 3), (2, 4))
     assert "is 4 but m = 3" in fails(definition, {"c": (1, 2, 3, 4), "m": 3}).message
+
+
+def test_repeated_literal_extent_in_an_input_shape() -> None:
+    # §4.1.3 stack: `inputs: T^(rank)[s..(axis ...), 1 ..(squeeze ? 1 : 0), t..]..(n)`: with
+    # squeeze the axis dimension must be 1.
+    definition = corpus_op("4_1_3_joining_and_splitting_operators_03.sknd", "stack")
+    assert run(definition, {"axis": 1}, {"inputs": (real(2, 3),) * 4}) \
+        .outputs["output"].shape == (2, 4, 3)
+    assert run(definition, {"axis": 1, "squeeze": True}, {"inputs": (real(2, 1, 3),) * 4}) \
+        .outputs["output"].shape == (2, 4, 3)
+    assert "is [2] but" in fails(definition, {"axis": 1, "squeeze": True},
+                                 {"inputs": (real(2, 2, 3),) * 4}).message
