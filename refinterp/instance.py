@@ -187,10 +187,15 @@ class Instantiation:
         order = definition_order(self.definition)
         self.bind_explicit_generics()
         deferred = self.bind_attributes(attributes)
+        defaulted = [d for d in order if d.name not in self.invocation.inputs and
+                     d.default is not None and not d.type.optional]
         for decl in order:
-            self.bind_input(decl)
+            if decl not in defaulted:
+                self.bind_input(decl)
         for decl in deferred:
             self.bind_deferred(decl)
+        for decl in defaulted:
+            self.default_input(decl)
         for decl in attributes:
             self.finish_packed_attribute(decl)
         for decl in self.dtype_bounds:
@@ -349,6 +354,22 @@ class Instantiation:
                                   if declared.packed else TensorValue(items[0].dtype,
                                                                       items[0].shape))
         self.types[decl.name] = declared
+
+    def default_input(self, decl: ast.ParamDecl) -> None:
+        """§2.6: an input with a default that is not given is the default value (rank-0, or
+        uniform over its declared shape, which the other inputs must determine)."""
+        if not free_names(decl.type) <= set(self.values):
+            missing = ", ".join(sorted(free_names(decl.type) - set(self.values)))
+            raise self.fail(f"input '{decl.name}' is not given and its shape cannot be known "
+                            f"({missing} undetermined); give it explicitly", decl)
+        info = self.tensor_of(decl)
+        if isinstance(info, tuple):
+            values = tuple(TensorValue(i.dtype, tuple(i.shape or ())) for i in info)
+            self.values[decl.name] = values
+        else:
+            self.values[decl.name] = TensorValue(info.dtype, tuple(info.shape or ()))
+        self.types[decl.name] = self.declared_type(decl)
+        self.sources[decl.name] = f"input '{decl.name}' (default)"
 
     def input_symbols(self, decl: ast.ParamDecl) -> dict[str, bool]:
         """The symbols an input's shape declares, each with whether it is a pack."""

@@ -308,3 +308,14 @@ def test_repeated_literal_extent_in_an_input_shape() -> None:
         .outputs["output"].shape == (2, 4, 3)
     assert "is [2] but" in fails(definition, {"axis": 1, "squeeze": True},
                                  {"inputs": (real(2, 2, 3),) * 4}).message
+
+
+def test_inputs_with_defaults() -> None:
+    # §2.6 "Inputs may have default values"; §4.4.5 lstm: `h0: real[b,n] = 0.0`.
+    definition = corpus_op("4_4_5_recurrent_operators_04.sknd", "lstm")
+    given = {"X": real(5, 2, 3), "W": real(16, 3), "R": real(16, 4), "B": real(16)}
+    inst = run(definition, inputs=given)
+    assert inst.outputs["hN"].shape == (2, 4) and inst.symbols["h0"].shape == (2, 4)
+    assert inst.outputs["Y"] == TensorInfo("real", (None, 2, 4), (5, None, None))
+    assert "'n' is 4 from input 'W'" in fails(definition, inputs={**given, "h0": real(2, 5)}) \
+        .message
