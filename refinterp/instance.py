@@ -74,6 +74,13 @@ class OperatorInstance:
     outputs: dict[str, TensorInfo | tuple[TensorInfo, ...]]
     constants: dict[str, tuple[TensorInfo, Value]]
     variables: dict[str, TensorInfo | tuple[TensorInfo, ...]]
+    types: dict[str, Type] = field(default_factory=dict)  # static types of the symbols
+    dtype_bounds: dict[str, str] = field(default_factory=dict)
+
+    def environment(self, profile: semantics.Profile = semantics.SPEC) -> Environment:
+        """An expression environment holding every bound symbol of the instance."""
+        return Environment(dict(self.symbols), dict(self.types), dict(self.dtype_bounds),
+                           dict(self.dtypes), profile)
 
 
 def span_text(span: Span) -> str:
@@ -206,7 +213,8 @@ class Instantiation:
             self.definition, dict(self.dtypes), dict(self.values),
             {d.name: self.tensor_of(d) for d in entries(self.definition, "output")},
             {d.name: self.constant_of(d) for d in entries(self.definition, "constant")},
-            {d.name: self.tensor_of(d) for d in entries(self.definition, "variable")})
+            {d.name: self.tensor_of(d) for d in entries(self.definition, "variable")},
+            dict(self.types), dict(self.dtype_bounds))
 
     def bind_explicit_generics(self) -> None:
         names = list(self.dtype_bounds)

@@ -1,0 +1,147 @@
+"""The lowering plan (spec §2.12): what every @lower formula of an instance computes, checked.
+
+For each formula: the output it assigns (and the pack item, for `ys[k][...]`), the left-hand
+indices, the assignment operator, the loop-local values, the right-hand expression, the
+condition, and its index symbols with their bounds evaluated in the instance. Index symbols
+loop in declaration order, outermost first (row-major): that order decides summation order and
+ties, so it is part of the semantics (docs/semantics.md). The engines (scalar, vector) run
+plans; they never re-analyse the AST.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..diagnostics import Diagnostic
+from ..expr import evaluate
+from ..instance import OperatorInstance
+from ..syntax import ast
+from ..values import NULL, Value, format_literal
+
+# Neutral elements for implicit initialisation (§2.12: 0 for +=, 1 for *=, true for &=,
+# false for |=; the Khronos dialect also lets min/max start from +inf / -inf).
+NEUTRAL = {"+=": 0, "*=": 1, "&=": True, "|=": False, "<=": "+inf", ">=": "-inf"}
+NEEDS_INITIALISATION = (":=",)
+
+
+class LoweringDiagnostic(Diagnostic):
+    """A @lower block that cannot be planned (wrong target, two initialisations, ...)."""
+
+
+@dataclass(frozen=True)
+class IndexRange:
+    """`name < bound`: `bound` an int (name runs over range(bound)) or a pack of ints (name is a
+    pack of indices running over every multi-index, row-major)."""
+
+    name: str
+    bound: Value
+    node: ast.IndexBound
+
+    def size(self) -> int:
+        if isinstance(self.bound, tuple):
+            size = 1
+            for extent in self.bound:
+                size *= extent
+            return size
+        return int(self.bound)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One @lower formula, ready to run."""
+
+    node: ast.Lowering
+    output: str
+    item: ast.Expr | None            # the pack item index of `ys[k][...]`, if any
+    access: tuple[ast.IndexItem, ...]
+    op: str
+    value: ast.Expr
+    locals: tuple[ast.LocalAssign, ...]
+    indices: tuple[IndexRange, ...]
+    condition: ast.Expr | None
+
+    @property
+    def is_initialisation(self) -> bool:
+        return self.op == "="
+
+    def iterations(self) -> int:
+        total = 1
+        for index in self.indices:
+            total *= index.size()
+        return total
+
+
+@dataclass(frozen=True)
+class LoweringPlan:
+    """The formulas of an instance in source order, and which outputs start implicitly."""
+
+    formulas: tuple[Formula, ...]
+    implicit_start: dict[str, Value]  # output -> neutral element of its update operator
+
+
+def plan_lowering(instance: OperatorInstance) -> LoweringPlan:
+    """Plan the @lower block of an instance (§2.12), or raise a LoweringDiagnostic."""
+    block = instance.definition.block("lower")
+    formulas = tuple(_formula(instance, node) for node in (block.entries if block else ()))
+    implicit: dict[str, Value] = {}
+    by_output: dict[str, list[Formula]] = {}
+    for formula in formulas:
+        by_output.setdefault(_key(formula), []).append(formula)
+    for key, group in by_output.items():
+        ops = [f.op for f in group]
+        first = group[0]
+        if len(group) > 2 or ops.count("=") > 1 or (len(group) == 2 and ops[0] != "="):
+            raise LoweringDiagnostic(
+                f"output '{first.output}' is assigned by {len(group)} formulas ({', '.join(ops)});"
+                f" at most an initialisation '=' followed by one update is allowed",
+                group[-1].node.span, [f"the first formula is at {first.node.span}"])
+        if len(group) == 1 and first.op != "=":
+            if first.op in NEEDS_INITIALISATION:
+                raise LoweringDiagnostic(
+                    f"'{first.op}' updates output '{first.output}', which needs an initialising "
+                    f"'=' formula before it", first.node.span)
+            implicit[key] = NEUTRAL[first.op]
+    return LoweringPlan(formulas, implicit)
+
+
+def _key(formula: Formula) -> str:
+    return formula.output
+
+
+def _formula(instance: OperatorInstance, node: ast.Lowering) -> Formula:
+    target = node.target
+    assert isinstance(target, ast.Subscript)  # the parser guarantees it
+    item = None
+    base = target.base
+    if isinstance(base, ast.Subscript):  # `ys[k][...]`: a pack item
+        if len(base.items) != 1 or base.trailing_comma:
+            raise LoweringDiagnostic("a pack item is selected by one index: 'ys[k][...]'",
+                                     base.span)
+        item = base.items[0]
+        base = base.base
+    if not isinstance(base, ast.Name) or base.name not in instance.outputs:
+        outputs = ", ".join(instance.outputs) or "none"
+        raise LoweringDiagnostic(
+            "the left-hand side of a formula must access an output tensor", target.span,
+            [f"outputs: {outputs}"])
+    env = instance.environment()
+    indices = []
+    seen: set[str] = set()
+    for bound in node.bounds:
+        if bound.name in seen:
+            raise LoweringDiagnostic(f"index '{bound.name}' is bounded twice", bound.span)
+        seen.add(bound.name)
+        value = evaluate(bound.bound, env)
+        _check_bound(bound, value)
+        indices.append(IndexRange(bound.name, value, bound))
+    return Formula(node, base.name, item, target.items, node.op, node.value, node.locals,
+                   tuple(indices), node.condition)
+
+
+def _check_bound(bound: ast.IndexBound, value: Value) -> None:
+    values = value if isinstance(value, tuple) else (value,)
+    if value is NULL or any(not isinstance(v, int) or isinstance(v, bool) or v < 0
+                            for v in values):
+        raise LoweringDiagnostic(
+            f"the bound of index '{bound.name}' must be a non-negative int or a pack of them; "
+            f"got {format_literal(value)}", bound.bound.span)
