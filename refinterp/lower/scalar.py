@@ -1,0 +1,575 @@
+"""The scalar engine: runs a lowering plan element by element (spec §2.12). It is the definition
+of what a @lower block computes; the vectorized engine must agree with it.
+
+Each formula is compiled once into Python closures (no AST walking per element). Index symbols
+loop in declaration order, outermost first (row-major), which fixes summation order and ties.
+Numbers go through refinterp.semantics; an int result outside int64 is a diagnostic. An index
+out of range is skipped only where the formula guards it with `|e|` (the whole update of that
+iteration is skipped) or remaps it with `|e <> lo : hi|`; an unguarded one is a diagnostic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import semantics
+from ..diagnostics import Diagnostic
+from ..instance import OperatorInstance, TensorInfo
+from ..syntax import ast
+from ..types import CASTS
+from ..values import NULL, TensorValue, Value, format_literal
+from .plan import Formula, LoweringPlan, plan_lowering
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
+UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
+
+Frame = dict[str, Any]
+Compiled = Callable[[Frame], Value]
+
+
+class EngineDiagnostic(Diagnostic):
+    """A @lower formula failed while running (an unguarded index out of range, ...)."""
+
+
+class _Skip(Exception):
+    """A guarded index `|e|` fell outside its tensor: skip this iteration's update."""
+
+
+@dataclass
+class Tensors:
+    """The arrays a lowering reads and writes: inputs, constants and outputs (packs as lists)."""
+
+    arrays: dict[str, Any]  # name -> np.ndarray | list[np.ndarray] | NULL
+
+
+def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str, Any]:
+    """Output arrays, filled with the neutral element of an implicit start, else zeros."""
+    outputs: dict[str, Any] = {}
+    for name, info in instance.outputs.items():
+        infos = info if isinstance(info, tuple) else (info,)
+        arrays = []
+        for item in infos:
+            if item.shape is None or any(e is None for e in item.shape):
+                raise EngineDiagnostic(f"output '{name}' has no static shape to compute",
+                                       instance.definition.span)
+            dtype = NUMPY_DTYPES.get(item.dtype)
+            if dtype is None:
+                raise EngineDiagnostic(f"output '{name}' has type {item.dtype}, which has no "
+                                       f"tensor representation", instance.definition.span)
+            start = plan.implicit_start.get(name, 0)
+            arrays.append(np.full(item.shape, _neutral(start, item.dtype), dtype=dtype))
+        outputs[name] = arrays if isinstance(info, tuple) else arrays[0]
+    return outputs
+
+
+def _neutral(start: Value, dtype: str) -> Any:
+    """The neutral element as a value of the output's type (int min/max start at the int64
+    extremes)."""
+    if start == "+inf":
+        return INT64_MAX if dtype == "int" else math.inf
+    if start == "-inf":
+        return INT64_MIN if dtype == "int" else -math.inf
+    if dtype == "bool":
+        return bool(start)
+    return start
+
+
+def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
+                 profile: semantics.Profile = semantics.SPEC) -> dict[str, Any]:
+    """Run the @lower block of `instance` on input arrays; return the output arrays."""
+    plan = plan_lowering(instance)
+    outputs = allocate_outputs(instance, plan)
+    arrays = dict(inputs)
+    block = instance.definition.block("input")
+    for decl in block.entries if block else ():
+        arrays.setdefault(decl.name, NULL)  # an absent optional input reads as null
+    for name, (info, value) in instance.constants.items():
+        arrays[name] = _constant_array(info, value)
+    arrays.update(outputs)
+    for formula in plan.formulas:
+        FormulaRunner(instance, formula, arrays, profile).run()
+    return outputs
+
+
+def _constant_array(info: TensorInfo | tuple, value: Value) -> Any:
+    if isinstance(info, tuple):
+        return [_constant_array(i, v) for i, v in zip(info, value)]
+    dtype = NUMPY_DTYPES[info.dtype]
+    shape = tuple(info.shape or ())
+    if isinstance(value, tuple):
+        return np.array(value, dtype=dtype).reshape(shape)
+    return np.full(shape, value, dtype=dtype)
+
+
+class FormulaRunner:
+    """Compiles one formula into closures and runs its loops."""
+
+    def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                 profile: semantics.Profile) -> None:
+        self.instance = instance
+        self.formula = formula
+        self.arrays = arrays
+        self.profile = profile
+        self.symbols = instance.symbols
+        self.index_names = {r.name for r in formula.indices}
+        self.local_names = {local.name for local in formula.locals}
+
+    def fail(self, node: ast.Node, message: str, frame: Frame | None = None
+             ) -> EngineDiagnostic:
+        notes = []
+        if frame:
+            shown = ", ".join(f"{k} = {format_literal(_plain(v))}" for k, v in frame.items())
+            notes.append(f"at {shown}")
+        return EngineDiagnostic(message, node.span, notes)
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> None:
+        formula = self.formula
+        locals_ = [(local.name, self.compile(local.value)) for local in formula.locals]
+        value = self.compile(formula.value)
+        condition = self.compile(formula.condition) if formula.condition is not None else None
+        store = self.compile_store()
+        names = [r.name for r in formula.indices]
+        ranges = [self.index_values(r.bound) for r in formula.indices]
+        for combination in itertools.product(*ranges):
+            frame: Frame = dict(zip(names, combination))
+            try:
+                for name, compute in locals_:
+                    frame[name] = compute(frame)
+                if condition is not None:
+                    flag = condition(frame)
+                    if flag is NULL:
+                        raise self.fail(formula.condition, "the condition is null", frame)
+                    if not (all(flag) if isinstance(flag, tuple) else flag):
+                        continue
+                store(frame, value(frame))
+            except _Skip:
+                continue
+
+    @staticmethod
+    def index_values(bound: Value) -> list[Any]:
+        if isinstance(bound, tuple):
+            return list(itertools.product(*(range(n) for n in bound)))
+        return list(range(bound))
+
+    # ------------------------------------------------------------------ the left-hand side
+
+    def compile_store(self) -> Callable[[Frame, Value], None]:
+        formula = self.formula
+        op = formula.op
+        dtype = self.output_dtype()
+        item = self.compile(formula.item) if formula.item is not None else None
+        indices = self.compile_indices(formula.access)
+        target = self.arrays[formula.output]
+        node = formula.node
+
+        def combine(current: Any, value: Value) -> Value:
+            if op in ("=", ":="):
+                return value
+            return self.numeric(node, semantics.binary, UPDATE_OPS[op], current, value)
+
+        def store_one(array: Any, position: tuple, value: Value, frame: Frame) -> None:
+            if value is NULL:
+                raise self.fail(formula.value, "the value to store is null (resolve optional "
+                                               "values with '??')", frame)
+            self.check_position(node, formula.output, array, position, frame)
+            current = _python(array[position], dtype)
+            array[position] = self.checked(node, combine(current, value), dtype, frame)
+
+        def store(frame: Frame, value: Value) -> None:
+            if item is not None:
+                array = self.pack_item(node, target, item(frame), frame)
+                store_one(array, indices(frame, array), value, frame)
+                return
+            position = indices(frame, None if isinstance(target, list) else target)
+            if isinstance(target, list):
+                # packed assignment: one atomic update of every item (§2.12)
+                values = value if isinstance(value, tuple) else (value,) * len(target)
+                if len(values) != len(target):
+                    raise self.fail(node, f"{len(values)} values for a pack of {len(target)} "
+                                          f"outputs", frame)
+                results = []
+                for array, single in zip(target, values):
+                    self.check_position(node, formula.output, array, position, frame)
+                    results.append(self.checked(node, combine(_python(array[position], dtype),
+                                                              single), dtype, frame))
+                for array, result in zip(target, results):
+                    array[position] = result
+            else:
+                store_one(target, position, value, frame)
+
+        return store
+
+    def output_dtype(self) -> str:
+        info = self.instance.outputs[self.formula.output]
+        return (info[0] if isinstance(info, tuple) else info).dtype
+
+    def checked(self, node: ast.Node, value: Value, dtype: str, frame: Frame) -> Value:
+        """The value converted to the output type; an int outside int64 is a diagnostic."""
+        if dtype == "int":
+            if isinstance(value, semantics.IntInfinity):
+                return INT64_MAX if value.sign > 0 else INT64_MIN
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self.fail(node, f"an int output gets {format_literal(value)}", frame)
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise self.fail(node, f"the int result {value} does not fit in int64", frame)
+        elif dtype == "real" and not isinstance(value, float):
+            raise self.fail(node, f"a real output gets {format_literal(value)}", frame)
+        elif dtype == "bool" and not isinstance(value, bool):
+            raise self.fail(node, f"a bool output gets {format_literal(value)}", frame)
+        return value
+
+    # ------------------------------------------------------------------ expressions
+
+    def numeric(self, node: ast.Node, function: Callable, *args: Value) -> Value:
+        try:
+            return function(*args, self.profile)
+        except semantics.NumericError as error:
+            raise self.fail(node, error.message) from None
+
+    def compile(self, node: ast.Expr) -> Compiled:  # noqa: C901 - one case per node type
+        if isinstance(node, (ast.IntLiteral, ast.RealLiteral, ast.BoolLiteral)):
+            constant = node.value
+            return lambda frame: constant
+        if isinstance(node, ast.Constant):
+            constant = math.inf if node.name == "inf" else math.pi
+            return lambda frame: constant
+        if isinstance(node, ast.Name):
+            return self.compile_name(node)
+        if isinstance(node, ast.Subscript):
+            return self.compile_subscript(node)
+        if isinstance(node, ast.Unary):
+            return self.compile_unary(node)
+        if isinstance(node, ast.Binary):
+            return self.compile_binary(node)
+        if isinstance(node, ast.Select):
+            return self.compile_select(node)
+        if isinstance(node, ast.ListExpr):
+            parts = [self.compile_item(i) for i in node.items]
+            return lambda frame: _join(part(frame) for part in parts)
+        if isinstance(node, ast.Builtin):
+            return self.compile_builtin(node, node.name, node.args)
+        if isinstance(node, ast.Call):
+            return self.compile_call(node)
+        if isinstance(node, ast.Member):
+            return self.compile_member(node)
+        if isinstance(node, ast.Fold):
+            return self.compile_fold(node)
+        raise self.fail(node, f"{type(node).__name__} is not supported in a @lower formula")
+
+    def compile_name(self, node: ast.Name) -> Compiled:
+        name = node.name
+        if name in self.index_names or name in self.local_names:
+            def lookup(frame: Frame) -> Value:
+                try:
+                    return frame[name]
+                except KeyError:
+                    raise self.fail(node, f"'{name}' is used before it is computed") from None
+            return lookup
+        if name in self.symbols and not isinstance(self.symbols[name], TensorValue):
+            constant = self.symbols[name]
+            return lambda frame: constant
+        raise self.fail(node, f"'{name}' is a tensor: access its elements with [...]"
+                        if name in self.arrays else f"undefined name '{name}'")
+
+    def compile_item(self, item: ast.ListItem) -> Callable[[Frame], tuple]:
+        if isinstance(item, ast.Expand):
+            inner = self.compile(item.operand)
+            count = self.compile(item.count) if item.count is not None else None
+
+            def expand(frame: Frame) -> tuple:
+                value = inner(frame)
+                if count is None:
+                    return value if isinstance(value, tuple) else (value,)
+                repeat = int(count(frame))
+                return value if isinstance(value, tuple) else (value,) * repeat
+            return expand
+        if isinstance(item, ast.Range):
+            start, stop = self.compile(item.start), self.compile(item.stop)
+            step = self.compile(item.step) if item.step is not None else (lambda frame: 1)
+            return lambda frame: tuple(range(start(frame), stop(frame), step(frame)))
+        single = self.compile(item)
+        return lambda frame: (single(frame),)
+
+    def compile_unary(self, node: ast.Unary) -> Compiled:
+        operand = self.compile(node.operand)
+        if node.op == "?":
+            return lambda frame: operand(frame) is not NULL
+        op = node.op
+
+        def unary(frame: Frame) -> Value:
+            value = operand(frame)
+            if value is NULL:
+                return NULL
+            return _elementwise(lambda v: self.numeric(node, semantics.unary, op, v), value)
+        return unary
+
+    def compile_binary(self, node: ast.Binary) -> Compiled:
+        left, right = self.compile(node.left), self.compile(node.right)
+        op = node.op
+        if op == "??":
+            def coalesce(frame: Frame) -> Value:
+                value = left(frame)
+                return value if value is not NULL else right(frame)
+            return coalesce
+
+        def binary(frame: Frame) -> Value:
+            a, b = left(frame), right(frame)
+            if a is NULL or b is NULL:
+                return NULL
+            if op == "is":
+                return _elementwise2(lambda x, y: type(x) is type(y) and x == y, a, b)
+            if op == "in":
+                return tuple(x in b for x in a) if isinstance(a, tuple) else a in b
+            return _elementwise2(lambda x, y: self.numeric(node, semantics.binary, op, x, y),
+                                 a, b)
+        return binary
+
+    def compile_select(self, node: ast.Select) -> Compiled:
+        cond, then = self.compile(node.cond), self.compile(node.then)
+        otherwise = self.compile(node.otherwise) if node.otherwise is not None else None
+
+        def select(frame: Frame) -> Value:
+            flag = cond(frame)
+            if flag is NULL:
+                return NULL
+            if isinstance(flag, tuple):
+                a = then(frame)
+                b = otherwise(frame) if otherwise is not None else NULL
+                return tuple((a[i] if isinstance(a, tuple) else a) if f else
+                             (b[i] if isinstance(b, tuple) else b) for i, f in enumerate(flag))
+            if flag:
+                return then(frame)
+            return otherwise(frame) if otherwise is not None else NULL
+        return select
+
+    def compile_builtin(self, node: ast.Node, name: str, args: tuple) -> Compiled:
+        arg = self.compile(args[0])
+
+        def builtin(frame: Frame) -> Value:
+            value = arg(frame)
+            if value is NULL:
+                return NULL
+            return _elementwise(lambda v: self.numeric(node, semantics.builtin, name, v), value)
+        return builtin
+
+    def compile_call(self, node: ast.Call) -> Compiled:
+        name = node.callee[0]
+        target = self.instance.dtypes.get(name, name)
+        if target in CASTS and len(node.callee) == 1:
+            if not node.args:
+                constant = semantics.default_value(target)
+                return lambda frame: constant
+            arg = self.compile(node.args[0])
+
+            def cast(frame: Frame) -> Value:
+                value = arg(frame)
+                if value is NULL:
+                    return NULL
+                return _elementwise(lambda v: self.numeric(node, semantics.cast, target, v),
+                                    value)
+            return cast
+        return self.compile_builtin(node, name, node.args)
+
+    def compile_member(self, node: ast.Member) -> Compiled:
+        if isinstance(node.base, ast.Name) and node.base.name in self.symbols:
+            base = self.symbols[node.base.name]
+            if isinstance(base, TensorValue):
+                constant = base.shape if node.name == "shape" else len(base.shape)
+            else:
+                constant = len(base) if isinstance(base, tuple) else NULL
+            return lambda frame: constant
+        raise self.fail(node, f"'.{node.name}' needs a declared name")
+
+    def compile_fold(self, node: ast.Fold) -> Compiled:
+        operand = self.compile(node.operand)
+        op = node.op
+
+        def fold(frame: Frame) -> Value:
+            pack = operand(frame)
+            if pack is NULL:
+                return NULL
+            if op in ("+", "*") and not pack:
+                return 0 if op == "+" else 1
+            result = pack[0] if pack else NULL
+            results = [result]
+            for value in pack[1:]:
+                result = self.numeric(node, semantics.binary, op, result, value)
+                results.append(result)
+            return tuple(results) if node.cumulative else result
+        return fold
+
+    # ------------------------------------------------------------------ tensor access
+
+    def compile_subscript(self, node: ast.Subscript) -> Compiled:
+        base = node.base
+        item = None
+        if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
+                base.base.name in self.arrays and not base.trailing_comma:
+            item = self.compile(base.items[0])
+            base = base.base
+        if isinstance(base, ast.Name) and base.name in self.arrays:
+            return self.compile_access(node, base.name, item)
+        # pack indexing of a compile-time pack or of an index symbol (e.g. `i[axes]`)
+        pack = self.compile(base)
+        index = self.compile(node.items[0]) if len(node.items) == 1 and \
+            not isinstance(node.items[0], ast.Slice) else None
+        if index is None:
+            raise self.fail(node, "only single-index pack indexing is supported in formulas")
+
+        def pick(frame: Frame) -> Value:
+            values, position = pack(frame), index(frame)
+            if values is NULL or position is NULL:
+                return NULL
+            if isinstance(position, tuple):
+                return tuple(values[p] for p in position)
+            return values[position]
+        return pick
+
+    def compile_access(self, node: ast.Subscript, name: str, item: Compiled | None) -> Compiled:
+        indices = self.compile_indices(node.items)
+        arrays = self.arrays
+
+        def access(frame: Frame) -> Value:
+            target = arrays[name]
+            if target is NULL:
+                return NULL  # an absent optional input: null, resolved by `??` (§2.12)
+            if item is not None:
+                target = self.pack_item(node, target, item(frame), frame)
+            position = indices(frame, target)
+            if isinstance(target, list):  # a whole pack accessed: a pack of values
+                return tuple(_python(self.read(node, name, a, position, frame),
+                                     _dtype_of(a)) for a in target)
+            return _python(self.read(node, name, target, position, frame), _dtype_of(target))
+        return access
+
+    def read(self, node: ast.Node, name: str, array: Any, position: tuple, frame: Frame) -> Any:
+        self.check_position(node, name, array, position, frame)
+        return array[position]
+
+    def pack_item(self, node: ast.Node, pack: Any, index: Value, frame: Frame) -> Any:
+        if not isinstance(pack, list):
+            raise self.fail(node, "only a pack of tensors has items", frame)
+        if not isinstance(index, int) or not 0 <= index < len(pack):
+            raise self.fail(node, f"pack item {format_literal(index)} is out of range for "
+                                  f"{len(pack)} tensors", frame)
+        return pack[index]
+
+    def check_position(self, node: ast.Node, name: str, array: Any, position: tuple,
+                       frame: Frame) -> None:
+        shape = array.shape
+        if len(position) != len(shape):
+            raise self.fail(node, f"'{name}' has rank {len(shape)} but is accessed with "
+                                  f"{len(position)} indices", frame)
+        for index, extent in zip(position, shape):
+            if not 0 <= index < extent:
+                raise self.fail(node, f"index {list(position)} is out of range for '{name}' "
+                                      f"of shape {list(shape)}", frame)
+
+    def compile_indices(self, items: tuple) -> Callable[..., tuple]:
+        """Index items → a function giving the position tuple (packs expand in place)."""
+        parts: list[Callable[[Frame, Any], tuple]] = []
+        for dimension, item in enumerate(items):
+            parts.append(self.compile_index(item))
+
+        def position(frame: Frame, array: Any = None) -> tuple:
+            result: list[int] = []
+            for part in parts:
+                result.extend(part(frame, (array, len(result))))
+            return tuple(result)
+        return position
+
+    def compile_index(self, item: ast.IndexItem) -> Callable[[Frame, Any], tuple]:
+        expanded = isinstance(item, ast.Expand)
+        inner = item.operand if expanded else item
+        if isinstance(inner, ast.Bounded):
+            return self.compile_bounded(inner, expanded)
+        if isinstance(inner, ast.Slice):
+            raise self.fail(inner, "a full-range ':' index needs a vector engine; index each "
+                                   "dimension explicitly")
+        value = self.compile(inner)
+
+        def index(frame: Frame, where: Any) -> tuple:
+            result = value(frame)
+            if result is NULL:
+                raise self.fail(inner, "an index is null", frame)
+            result = result if isinstance(result, tuple) else (result,)
+            return tuple(int(v) for v in result)
+        return index
+
+    def compile_bounded(self, node: ast.Bounded, expanded: bool) -> Callable[[Frame, Any], tuple]:
+        """`|e|` skips the update when e is outside the tensor; `|e <> lo : hi|` remaps it."""
+        value = self.compile(node.index)
+        lower = self.compile(node.lower) if node.lower is not None else None
+        upper = self.compile(node.upper) if node.upper is not None else None
+
+        def bounded(frame: Frame, where: Any) -> tuple:
+            array, dimension = where
+            raw = value(frame)
+            raws = raw if isinstance(raw, tuple) else (raw,)
+            result = []
+            for offset, index in enumerate(raws):
+                extent = _extent(array, dimension + offset)
+                if extent is None or 0 <= index < extent:
+                    result.append(index)
+                elif lower is None:
+                    raise _Skip()
+                else:
+                    remap = lower(frame) if index < 0 else upper(frame)
+                    remaps = remap if isinstance(remap, tuple) else (remap,) * len(raws)
+                    result.append(remaps[offset])
+            return tuple(result)
+        return bounded
+
+
+def _extent(array: Any, dimension: int) -> int | None:
+    if array is None or isinstance(array, list) or array is NULL:
+        return None
+    return array.shape[dimension] if dimension < array.ndim else None
+
+
+def _dtype_of(array: Any) -> str:
+    if array.dtype == np.bool_:
+        return "bool"
+    return "int" if np.issubdtype(array.dtype, np.integer) else "real"
+
+
+def _python(value: Any, dtype: str) -> Value:
+    if dtype == "real":
+        return float(value)
+    if dtype == "int":
+        return int(value)
+    return bool(value)
+
+
+def _plain(value: Any) -> Value:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _join(parts: Any) -> Value:
+    items: list[Value] = []
+    for part in parts:
+        if any(v is NULL for v in part):
+            return NULL
+        items.extend(part)
+    return tuple(items)
+
+
+def _elementwise(function: Callable[[Value], Value], value: Value) -> Value:
+    return tuple(function(v) for v in value) if isinstance(value, tuple) else function(value)
+
+
+def _elementwise2(function: Callable[[Value, Value], Value], a: Value, b: Value) -> Value:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        length = len(a) if isinstance(a, tuple) else len(b)
+        a = a if isinstance(a, tuple) else (a,) * length
+        b = b if isinstance(b, tuple) else (b,) * length
+        return tuple(function(x, y) for x, y in zip(a, b))
+    return function(a, b)

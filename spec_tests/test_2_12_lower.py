@@ -1,0 +1,181 @@
+"""Spec §2.12: every example of "Defining lower level computation", run by the scalar engine
+and compared with independent NumPy code (issue 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from refinterp.diagnostics import Diagnostic
+from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.lower.scalar import run_lowering
+from refinterp.source import SourceFile
+from refinterp.syntax import parse_module
+
+rng = np.random.default_rng(7)
+
+
+def run(text: str, inputs: dict, attributes: dict | None = None, name: str | None = None):
+    definitions = parse_module(SourceFile("<t>", text)).module.definitions
+    definition = next(d for d in definitions if name in (None, d.name))
+
+    def info(value):
+        if isinstance(value, list):
+            return tuple(info(v) for v in value)
+        kind = "real" if value.dtype.kind == "f" else "int" if value.dtype.kind in "iu" else "bool"
+        return TensorInfo(kind, value.shape)
+
+    instance = instantiate(definition, Invocation(attributes or {},
+                                                  {k: info(v) for k, v in inputs.items()}))
+    return run_lowering(instance, inputs)
+
+
+MATMUL = """operator matmul {
+  @input { A: real[m,k]; B: real[k,n]; }
+  @output { C: real[m,n]; }
+  @lower { C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n; }
+}"""
+
+MATMUL_Z = """operator matmul {
+  @input { A: real[m,k]; B: real[k,n]; Z: optional real[m,n]; }
+  @output { C: real[m,n]; }
+  @lower {
+     C[i,j] = Z[i,j] ?? 0.0, i < m, j < n;
+     C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n;
+  }
+}"""
+
+
+def test_matmul() -> None:
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    np.testing.assert_allclose(run(MATMUL, {"A": a, "B": b})["C"], a @ b, rtol=1e-12)
+
+
+def test_matmul_with_optional_initial_value_given_and_omitted() -> None:
+    a, b, z = rng.standard_normal((2, 3)), rng.standard_normal((3, 2)), rng.standard_normal((2, 2))
+    np.testing.assert_allclose(run(MATMUL_Z, {"A": a, "B": b, "Z": z})["C"], z + a @ b,
+                               rtol=1e-12)
+    np.testing.assert_allclose(run(MATMUL_Z, {"A": a, "B": b})["C"], a @ b, rtol=1e-12)
+
+
+ADD_TO_ALL_ITEMS = """operator add_to_all {
+  @input { xs: real[n,m]..(k); z: real[n,m]; }
+  @output { ys: real[n,m]..(k); }
+  @lower { ys[ki][ni,mi] = xs[ki][ni,mi] + z[ni,mi], ki < k, ni < n, mi < m; }
+}"""
+ADD_TO_ALL_PACKED = ADD_TO_ALL_ITEMS.replace(
+    "ys[ki][ni,mi] = xs[ki][ni,mi] + z[ni,mi], ki < k, ni < n, mi < m;",
+    "ys[ni,mi] = xs[ni,mi] + z[ni,mi], ni < n, mi < m;")
+
+
+@pytest.mark.parametrize("text", [ADD_TO_ALL_ITEMS, ADD_TO_ALL_PACKED])
+def test_add_to_all_both_forms(text: str) -> None:
+    xs = [rng.standard_normal((2, 3)) for _ in range(3)]
+    z = rng.standard_normal((2, 3))
+    ys = run(text, {"xs": xs, "z": z})["ys"]
+    for x, y in zip(xs, ys):
+        np.testing.assert_array_equal(y, x + z)
+
+
+MAX_IDX = """operator max_idx {
+  @input { x: real[n]; }
+  @output { idx: int[]; }
+  @lower {
+    idx[] = 0;
+    idx[] := i, i < n | x[i,] > x[idx[],];
+  }
+}"""
+
+
+def test_max_idx_takes_the_first_maximum() -> None:
+    x = np.array([1.0, 5.0, 2.0, 5.0])
+    assert run(MAX_IDX, {"x": x})["idx"] == int(np.argmax(x)) == 1
+
+
+MAX_IDX_2D = """operator max_idx_2d {
+  @input { x: real[m,n]; }
+  @output { idx: int[]..(2); }
+  @lower {
+    idx[] = 0;
+    idx[] := [i,j], i < m, j < n | x[i,j] > x[idx[]..];
+  }
+}"""
+
+
+def test_max_idx_2d_with_ties_updates_the_pack_atomically() -> None:
+    # The pack idx is tested and assigned as one unit; row-major order keeps the first of ties.
+    x = np.array([[1.0, 7.0, 3.0], [7.0, 0.0, 7.0]])
+    idx = run(MAX_IDX_2D, {"x": x})["idx"]
+    assert (int(idx[0]), int(idx[1])) == np.unravel_index(np.argmax(x), x.shape) == (0, 1)
+
+
+INTERMEDIATE = """operator f {
+  @input { x: real[s..]; }
+  @output { y: real[s..]; }
+  @lower { LOCALS y[i..] = z + z * `sin`(x[i..]), i < s; }
+}"""
+
+
+@pytest.mark.parametrize("locals_", ["z = x[i..] * x[i..],", "with z = x[i..] * x[i..]:"])
+def test_intermediate_values_both_syntaxes(locals_: str) -> None:
+    x = rng.standard_normal((2, 3))
+    y = run(INTERMEDIATE.replace("LOCALS", locals_), {"x": x})["y"]
+    np.testing.assert_allclose(y, x * x + x * x * np.sin(x), rtol=1e-12)
+
+
+SMOOTHING = """operator smooth {
+  @attrib { w: int; }
+  @input { x: real[s]; }
+  @output { y: real[s]; }
+  @lower { y[i] += x[|i + j - w/2|] / real(w), i < s, j < w; }
+}"""
+
+
+def test_smoothing_window_skips_out_of_range_entries() -> None:
+    x = rng.standard_normal(7)
+    w = 3
+    expected = np.zeros(7)
+    for i in range(7):
+        for j in range(w):
+            k = i + j - w // 2
+            if 0 <= k < 7:
+                expected[i] += x[k] / w
+    np.testing.assert_allclose(run(SMOOTHING, {"x": x}, {"w": w})["y"], expected, rtol=1e-12)
+
+
+REPLICATE = """operator replicate {
+  @attrib { n: int; }
+  @input { x: real[s]; }
+  @output { y: real[s + 2 * n]; }
+  @lower { y[i] = x[|i - n <> 0 : s - 1|], i < s + 2 * n; }
+}"""
+
+
+def test_replicate_remap() -> None:
+    x = rng.standard_normal(4)
+    np.testing.assert_array_equal(run(REPLICATE, {"x": x}, {"n": 2})["y"],
+                                  np.pad(x, 2, mode="edge"))
+
+
+def test_unguarded_out_of_range_access_is_a_diagnostic() -> None:
+    text = SMOOTHING.replace("x[|i + j - w/2|]", "x[i + j - w/2]")
+    with pytest.raises(Diagnostic) as info:
+        run(text, {"x": np.zeros(5)}, {"w": 3})
+    assert "out of range for 'x' of shape [5]" in info.value.message
+    assert info.value.notes == ["at i = 0, j = 0"]
+
+
+def test_int_results_outside_int64_are_a_diagnostic() -> None:
+    text = ("operator f { @input { x: int[n]; } @output { y: int[]; } "
+            "@lower { y[] *= x[i], i < n; } }")
+    assert run(text, {"x": np.array([2, 3, 4])})["y"] == 24
+    with pytest.raises(Diagnostic, match="does not fit in int64"):
+        run(text, {"x": np.full(3, 2 ** 31, dtype=np.int64)})
+
+
+def test_min_max_implicit_start() -> None:
+    text = ("operator f { @input { x: real[n]; } @output { lo: real[]; hi: real[]; } "
+            "@lower { lo[] <= x[i], i < n; hi[] >?= x[i], i < n; } }")
+    x = rng.standard_normal(6)
+    out = run(text, {"x": x})
+    assert out["lo"] == x.min() and out["hi"] == x.max()
