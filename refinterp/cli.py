@@ -30,6 +30,21 @@ class Output:
     def result(self, text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
+    def table(self, header: list[str], rows: list[list[str]]) -> None:
+        """A small table: rich when stdout is a terminal, aligned plain text otherwise."""
+        if sys.stdout.isatty():
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(*header)
+            for row in rows:
+                table.add_row(*row)
+            Console().print(table)
+            return
+        widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+        for row in [header, *rows]:
+            self.result("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
     def diagnostic(self, diag: Diagnostic) -> None:
         text = render(diag)
         if sys.stderr.isatty():
@@ -222,6 +237,133 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _array_kind(array) -> str | None:
+    kind = array.dtype.kind
+    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(kind)
+
+
+def _canonical(name: str, array):
+    """An input array in refinterp's representation: real → float64, int → int64, bool."""
+    import numpy as np
+
+    kind = _array_kind(array)
+    if kind is None:
+        raise Diagnostic(f"input '{name}' has dtype {array.dtype}, which is not a real, int or "
+                         f"bool array")
+    return array.astype({"real": np.float64, "int": np.int64, "bool": np.bool_}[kind])
+
+
+def load_eval_inputs(args: argparse.Namespace, profile) -> dict:
+    """Input arrays from --inputs IN.npz, --input NAME=PATH.npy|LITERAL and --random."""
+    import numpy as np
+
+    arrays: dict = {}
+    if args.inputs:
+        try:
+            with np.load(args.inputs) as archive:
+                for key in archive.files:
+                    arrays[key] = _canonical(key, archive[key])
+        except (OSError, ValueError) as exc:
+            raise Diagnostic(f"cannot read inputs '{args.inputs}': {exc}") from None
+    for text in args.input:
+        name, sep, value = text.partition("=")
+        if not sep:
+            raise Diagnostic(f"--input expects NAME=PATH.npy or NAME=LITERAL; got '{text}'")
+        if value.endswith(".npy"):
+            try:
+                arrays[name] = _canonical(name, np.load(value))
+            except (OSError, ValueError) as exc:
+                raise Diagnostic(f"cannot read '{value}': {exc}") from None
+        else:
+            _, literal = parse_attribute(f"{name}={value}", profile)
+            arrays[name] = _canonical(name, np.array(literal))
+    rng = np.random.default_rng(args.seed)
+    for text in args.random:
+        for name, tensor in parse_inputs([text]).items():
+            for key, info in (((f"{name}.{i}", t) for i, t in enumerate(tensor))
+                              if isinstance(tensor, tuple) else ((name, tensor),)):
+                if info.dtype == "real":
+                    arrays[key] = rng.standard_normal(info.shape)
+                elif info.dtype == "int":
+                    arrays[key] = rng.integers(0, 10, info.shape, dtype=np.int64)
+                elif info.dtype == "bool":
+                    arrays[key] = rng.random(info.shape) < 0.5
+                else:
+                    raise Diagnostic(f"--random {name}: no random {info.dtype} values")
+    return _group_packs(arrays)
+
+
+def _group_packs(arrays: dict) -> dict:
+    """Keys `xs.0`, `xs.1`, ... become the pack `xs` (a list of arrays)."""
+    grouped: dict = {}
+    items: dict[str, dict[int, object]] = {}
+    for key, array in arrays.items():
+        base, dot, index = key.rpartition(".")
+        if dot and index.isdigit():
+            items.setdefault(base, {})[int(index)] = array
+        else:
+            grouped[key] = array
+    for base, by_index in items.items():
+        if sorted(by_index) != list(range(len(by_index))) or base in grouped:
+            raise Diagnostic(f"input pack '{base}' needs items {base}.0, {base}.1, ... "
+                             f"without gaps")
+        grouped[base] = [by_index[i] for i in range(len(by_index))]
+    return grouped
+
+
+def cmd_eval(args: argparse.Namespace, out: Output) -> int:
+    """Evaluate an operator on input arrays (its @lower block, by the scalar engine)."""
+    import numpy as np
+
+    from . import semantics
+    from .instance import Invocation, TensorInfo, instantiate
+    from .lower.scalar import run_lowering
+
+    profile = semantics.PROFILES[args.profile]
+    program = Loader(args.path).load(args.file)
+    definition = select_operator(program, args.op)
+    arrays = load_eval_inputs(args, profile)
+    invocation = Invocation(generics=tuple(args.generic), profile=profile)
+    for text in args.attrib:
+        name, value = parse_attribute(text, profile)
+        invocation.attributes[name] = value
+
+    def info(array) -> TensorInfo | tuple:
+        if isinstance(array, list):
+            return tuple(info(a) for a in array)
+        return TensorInfo(_array_kind(array) or "?", tuple(array.shape))
+
+    invocation.inputs = {name: info(array) for name, array in arrays.items()}
+    instance = instantiate(definition, invocation)
+    if definition.block("lower") is None:
+        raise Diagnostic(f"'{definition.name}' has no @lower block; running @compose and "
+                         f"intrinsic operators is not implemented yet", definition.span)
+    outputs = run_lowering(instance, arrays, profile)
+    flat: dict[str, object] = {}
+    for name, value in outputs.items():
+        if isinstance(value, list):
+            flat.update({f"{name}.{i}": a for i, a in enumerate(value)})
+        else:
+            flat[name] = value
+    out.table(["output", "dtype", "shape", "min", "max", "mean"],
+              [[name, _dtype_name(a), str(list(a.shape)), *_stats(a)] for name, a in
+               flat.items()])
+    if args.output:
+        np.savez(args.output, **flat)
+    return EXIT_OK
+
+
+def _dtype_name(array) -> str:
+    return {"f": "real", "i": "int", "b": "bool"}.get(array.dtype.kind, str(array.dtype))
+
+
+def _stats(array) -> list[str]:
+    if array.size == 0:
+        return ["-", "-", "-"]
+    values = array.astype(float)
+    return [f"{values.min():.6g}", f"{values.max():.6g}", f"{values.mean():.6g}"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refinterp",
@@ -268,6 +410,22 @@ def build_parser() -> argparse.ArgumentParser:
     shapes_cmd.add_argument("--json", action="store_true")
     shapes_cmd.add_argument("--symbols", action="store_true", help="also print bound symbols")
     shapes_cmd.set_defaults(run=cmd_shapes)
+
+    eval_cmd = commands.add_parser("eval", help="evaluate an operator on input arrays")
+    eval_cmd.add_argument("file", metavar="FILE|DIR")
+    eval_cmd.add_argument("--op", metavar="NAME")
+    eval_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
+    eval_cmd.add_argument("--inputs", metavar="IN.npz",
+                          help="input arrays by name (a pack xs as xs.0, xs.1, ...)")
+    eval_cmd.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy|LITERAL")
+    eval_cmd.add_argument("--random", action="append", default=[], metavar="NAME=TYPE[EXTENTS]",
+                          help="a random input, e.g. x=real[2,3] or xs=real[4]..(3)")
+    eval_cmd.add_argument("--seed", type=int, default=0)
+    eval_cmd.add_argument("--generic", action="append", default=[], metavar="TYPE")
+    eval_cmd.add_argument("-o", "--output", metavar="OUT.npz")
+    eval_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
+    eval_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
+    eval_cmd.set_defaults(run=cmd_eval)
     return parser
 
 

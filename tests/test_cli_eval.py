@@ -1,0 +1,77 @@
+"""`refinterp eval`: inputs from npz / npy / literals / random, outputs to npz (issue 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from refinterp.cli import main
+
+MATMUL = """operator matmul {
+  @input { A: real[m,k]; B: real[k,n]; }
+  @output { C: real[m,n]; }
+  @lower { C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n; }
+}
+"""
+ADD_ALL = """operator add_all {
+  @input { xs: real[n]..(k); }
+  @output { y: real[n]; ys: real[n]..(k); }
+  @lower {
+    y[i] += xs[j][i], j < k, i < n;
+    ys[j][i] = xs[j][i] * 2.0, j < k, i < n;
+  }
+}
+"""
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "op.sknd"
+    path.write_text(text)
+    return str(path)
+
+
+def test_npz_in_and_out_with_any_float_dtype(tmp_path: Path, capsys) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((3, 2), dtype=np.float16)
+    np.savez(tmp_path / "in.npz", A=a, B=b)
+    out = tmp_path / "out.npz"
+    assert main(["eval", write(tmp_path, MATMUL), "--inputs", str(tmp_path / "in.npz"),
+                 "-o", str(out)]) == 0
+    result = np.load(out)["C"]
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result, a.astype(np.float64) @ b.astype(np.float64))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split() == ["output", "dtype", "shape", "min", "max", "mean"]
+    assert printed[1].split()[:3] == ["C", "real", "[2,"]
+
+
+def test_pack_inputs_and_outputs_use_dotted_keys(tmp_path: Path) -> None:
+    xs = [np.arange(3.0), np.ones(3), np.full(3, 5.0)]
+    np.savez(tmp_path / "in.npz", **{f"xs.{i}": x for i, x in enumerate(xs)})
+    out = tmp_path / "out.npz"
+    assert main(["eval", write(tmp_path, ADD_ALL), "--inputs", str(tmp_path / "in.npz"),
+                 "-o", str(out)]) == 0
+    result = np.load(out)
+    np.testing.assert_array_equal(result["y"], sum(xs))
+    for i, x in enumerate(xs):
+        np.testing.assert_array_equal(result[f"ys.{i}"], 2 * x)
+
+
+def test_literal_npy_and_random_inputs(tmp_path: Path) -> None:
+    np.save(tmp_path / "b.npy", np.eye(2))
+    out = tmp_path / "out.npz"
+    assert main(["eval", write(tmp_path, MATMUL), "--random", "A=real[3,2]", "--seed", "4",
+                 "--input", f"B={tmp_path / 'b.npy'}", "-o", str(out)]) == 0
+    expected = np.random.default_rng(4).standard_normal((3, 2))
+    np.testing.assert_array_equal(np.load(out)["C"], expected)
+
+
+def test_wrong_inputs_are_diagnostics(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, MATMUL)
+    assert main(["eval", path, "--random", "A=int[2,3]", "--random", "B=real[3,2]"]) == 1
+    assert "input 'A' must be real; got int" in capsys.readouterr().err
+    assert main(["eval", path, "--random", "A=real[2,3]", "--random", "B=real[4,2]"]) == 1
+    assert "'k' is 3 from input 'A'" in capsys.readouterr().err
+    assert main(["eval", path, "--random", "A=real[2,3]", "--random", "X=real[3,2]"]) == 1
+    assert "has no input 'X'" in capsys.readouterr().err
