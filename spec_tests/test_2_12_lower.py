@@ -179,3 +179,14 @@ def test_min_max_implicit_start() -> None:
     x = rng.standard_normal(6)
     out = run(text, {"x": x})
     assert out["lo"] == x.min() and out["hi"] == x.max()
+
+
+def test_unrolled_pack_index_is_the_outermost_loop() -> None:
+    # §2.12 Loop unrolling: "as if the unrolled index would be the outermost loop".
+    text = ADD_TO_ALL_ITEMS.replace(
+        "ys[ki][ni,mi] = xs[ki][ni,mi] + z[ni,mi], ki < k, ni < n, mi < m;",
+        "unroll..(ki -> k) ys[ki][ni,mi] = xs[ki][ni,mi] + z[ni,mi], ni < n, mi < m;")
+    xs = [rng.standard_normal((2, 2)) for _ in range(2)]
+    z = rng.standard_normal((2, 2))
+    for x, y in zip(xs, run(text, {"xs": xs, "z": z})["ys"]):
+        np.testing.assert_array_equal(y, x + z)

@@ -127,6 +127,16 @@ def _formula(instance: OperatorInstance, node: ast.Lowering) -> Formula:
     env = instance.environment()
     indices = []
     seen: set[str] = set()
+    for unrolled in node.unroll:
+        # `unroll..(k -> n)`: k is the outermost loop, one unrolled copy per value (§2.12)
+        if unrolled.index is None or unrolled.count is None:
+            raise LoweringDiagnostic("an unrolled formula needs an index and a count, as in "
+                                     "'unroll..(k -> n)'", unrolled.span)
+        bound = ast.IndexBound(unrolled.index, unrolled.count, span=unrolled.span)
+        value = evaluate(unrolled.count, env)
+        _check_bound(bound, value)
+        seen.add(unrolled.index)
+        indices.append(IndexRange(unrolled.index, value, bound))
     for bound in node.bounds:
         if bound.name in seen:
             raise LoweringDiagnostic(f"index '{bound.name}' is bounded twice", bound.span)
