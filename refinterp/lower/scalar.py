@@ -302,14 +302,17 @@ class FormulaRunner:
         operand = self.compile(node.operand)
         if node.op == "?":
             return lambda frame: operand(frame) is not NULL
-        op = node.op
+        return self.lift(node, operand, semantics.unary, node.op)
 
-        def unary(frame: Frame) -> Value:
+    def lift(self, node: ast.Node, operand: Compiled, function: Callable, name: str
+             ) -> Compiled:
+        """`function(name, value)` item by item on the operand's value; null stays null."""
+        def apply(frame: Frame) -> Value:
             value = operand(frame)
             if value is NULL:
                 return NULL
-            return _elementwise(lambda v: self.numeric(node, semantics.unary, op, v), value)
-        return unary
+            return _elementwise(lambda v: self.numeric(node, function, name, v), value)
+        return apply
 
     def compile_binary(self, node: ast.Binary) -> Compiled:
         left, right = self.compile(node.left), self.compile(node.right)
@@ -351,14 +354,7 @@ class FormulaRunner:
         return select
 
     def compile_builtin(self, node: ast.Node, name: str, args: tuple) -> Compiled:
-        arg = self.compile(args[0])
-
-        def builtin(frame: Frame) -> Value:
-            value = arg(frame)
-            if value is NULL:
-                return NULL
-            return _elementwise(lambda v: self.numeric(node, semantics.builtin, name, v), value)
-        return builtin
+        return self.lift(node, self.compile(args[0]), semantics.builtin, name)
 
     def compile_call(self, node: ast.Call) -> Compiled:
         name = node.callee[0]
@@ -367,15 +363,7 @@ class FormulaRunner:
             if not node.args:
                 constant = semantics.default_value(target)
                 return lambda frame: constant
-            arg = self.compile(node.args[0])
-
-            def cast(frame: Frame) -> Value:
-                value = arg(frame)
-                if value is NULL:
-                    return NULL
-                return _elementwise(lambda v: self.numeric(node, semantics.cast, target, v),
-                                    value)
-            return cast
+            return self.lift(node, self.compile(node.args[0]), semantics.cast, target)
         return self.compile_builtin(node, name, node.args)
 
     def compile_member(self, node: ast.Member) -> Compiled:
