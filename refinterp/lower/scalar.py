@@ -22,6 +22,8 @@ from ..diagnostics import Diagnostic
 from ..instance import OperatorInstance, TensorInfo
 from ..syntax import ast
 from ..types import CASTS
+from ..binding import free_names
+from ..expr import evaluate
 from ..values import NULL, TensorValue, Value, format_literal
 from .plan import Formula, LoweringPlan, plan_lowering
 
@@ -119,6 +121,7 @@ class FormulaRunner:
         self.symbols = instance.symbols
         self.index_names = {r.name for r in formula.indices}
         self.local_names = {local.name for local in formula.locals}
+
 
     def fail(self, node: ast.Node, message: str, frame: Frame | None = None
              ) -> EngineDiagnostic:
@@ -235,6 +238,13 @@ class FormulaRunner:
             raise self.fail(node, error.message) from None
 
     def compile(self, node: ast.Expr) -> Compiled:  # noqa: C901 - one case per node type
+        if self.is_compile_time(node):
+            # no index, local or tensor in it: evaluate once with the compile-time evaluator
+            try:
+                constant = evaluate(node, self.instance.environment(self.profile))
+            except Diagnostic as diag:
+                raise EngineDiagnostic(diag.message, diag.span, diag.notes) from None
+            return lambda frame: constant
         if isinstance(node, (ast.IntLiteral, ast.RealLiteral, ast.BoolLiteral)):
             constant = node.value
             return lambda frame: constant
@@ -262,7 +272,19 @@ class FormulaRunner:
             return self.compile_member(node)
         if isinstance(node, ast.Fold):
             return self.compile_fold(node)
+        if isinstance(node, ast.Substitute):
+            return self.compile_substitute(node)
+        if isinstance(node, ast.Bounded):
+            return self.compile_bounded(node)
         raise self.fail(node, f"{type(node).__name__} is not supported in a @lower formula")
+
+    def is_compile_time(self, node: ast.Expr) -> bool:
+        if isinstance(node, (ast.Bounded, ast.Expand, ast.Zip, ast.Placeholder)):
+            return False
+        names = free_names(node)
+        runtime = self.index_names | self.local_names | set(self.arrays)
+        return not names & runtime and all(
+            not isinstance(self.symbols.get(n), TensorValue) for n in names)
 
     def compile_name(self, node: ast.Name) -> Compiled:
         name = node.name
@@ -405,21 +427,61 @@ class FormulaRunner:
             base = base.base
         if isinstance(base, ast.Name) and base.name in self.arrays:
             return self.compile_access(node, base.name, item)
-        # pack indexing of a compile-time pack or of an index symbol (e.g. `i[axes]`)
+        # pack indexing of a compile-time pack or of an index symbol (e.g. `i[axes]`, `zi[a:b]`)
         pack = self.compile(base)
-        index = self.compile(node.items[0]) if len(node.items) == 1 and \
-            not isinstance(node.items[0], ast.Slice) else None
-        if index is None:
-            raise self.fail(node, "only single-index pack indexing is supported in formulas")
+        if len(node.items) != 1 or node.trailing_comma:
+            raise self.fail(node, "a pack is indexed with one index")
+        select = self.compile_selection(node.items[0])
 
         def pick(frame: Frame) -> Value:
-            values, position = pack(frame), index(frame)
-            if values is NULL or position is NULL:
+            values = pack(frame)
+            if values is NULL:
+                return NULL
+            return select(frame, values)
+        return pick
+
+    def compile_selection(self, item: ast.IndexItem) -> Callable[[Frame, Any], Value]:
+        """An index into a pack: an int, an int pack, a bool mask or a slice (§2.4)."""
+        if isinstance(item, ast.Slice):
+            parts = [self.compile(p) if p is not None else None
+                     for p in (item.start, item.stop, item.step)]
+
+            def slice_(frame: Frame, values: Any) -> Value:
+                start, stop, step = (p(frame) if p is not None else None for p in parts)
+                return tuple(values[slice(start, stop, step)])
+            return slice_
+        index = self.compile(item)
+
+        def select(frame: Frame, values: Any) -> Value:
+            position = index(frame)
+            if position is NULL:
                 return NULL
             if isinstance(position, tuple):
+                if position and isinstance(position[0], bool):
+                    return tuple(v for v, keep in zip(values, position) if keep)
                 return tuple(values[p] for p in position)
             return values[position]
-        return pick
+        return select
+
+    def compile_substitute(self, node: ast.Substitute) -> Compiled:
+        """`a[i] <- b` (§2.4 Substitution) on packs computed per element, e.g. index packs."""
+        base, value = self.compile(node.target.base), self.compile(node.value)
+        positions = self.compile_selection(node.target.items[0])
+
+        def substitute(frame: Frame) -> Value:
+            values, new = base(frame), value(frame)
+            if values is NULL or new is NULL:
+                return NULL
+            chosen = positions(frame, tuple(range(len(values))))
+            result = list(values)
+            if isinstance(chosen, tuple):
+                news = new if isinstance(new, tuple) else (new,) * len(chosen)
+                for position, item in zip(chosen, news):
+                    result[position] = item
+            else:
+                result[chosen] = new
+            return tuple(result)
+        return substitute
 
     def compile_access(self, node: ast.Subscript, name: str, item: Compiled | None) -> Compiled:
         indices = self.compile_indices(node.items)
@@ -475,46 +537,65 @@ class FormulaRunner:
         return position
 
     def compile_index(self, item: ast.IndexItem) -> Callable[[Frame, Any], tuple]:
+        """One index item → the indices it stands for (a pack expands in place; `e..(n)`
+        repeats). Guarded indices `|e|` inside are resolved here, against the extent of the
+        dimension they land on."""
+        if isinstance(item, ast.Slice):
+            raise self.fail(item, "a full-range ':' index in a formula is not supported yet; "
+                                  "index each dimension explicitly")
         expanded = isinstance(item, ast.Expand)
         inner = item.operand if expanded else item
-        if isinstance(inner, ast.Bounded):
-            return self.compile_bounded(inner, expanded)
-        if isinstance(inner, ast.Slice):
-            raise self.fail(inner, "a full-range ':' index needs a vector engine; index each "
-                                   "dimension explicitly")
         value = self.compile(inner)
+        count = self.compile(item.count) if expanded and item.count is not None else None
 
         def index(frame: Frame, where: Any) -> tuple:
+            array, start = where
             result = value(frame)
             if result is NULL:
                 raise self.fail(inner, "an index is null", frame)
+            if count is not None and not isinstance(result, tuple):
+                result = (result,) * int(count(frame))
             result = result if isinstance(result, tuple) else (result,)
-            return tuple(int(v) for v in result)
+            return tuple(_resolve(v, _extent(array, start + offset))
+                         for offset, v in enumerate(result))
         return index
 
-    def compile_bounded(self, node: ast.Bounded, expanded: bool) -> Callable[[Frame, Any], tuple]:
-        """`|e|` skips the update when e is outside the tensor; `|e <> lo : hi|` remaps it."""
+    def compile_bounded(self, node: ast.Bounded) -> Compiled:
+        """`|e|` and `|e <> lo : hi|` (§2.12): a guarded index, resolved where it indexes."""
         value = self.compile(node.index)
         lower = self.compile(node.lower) if node.lower is not None else None
         upper = self.compile(node.upper) if node.upper is not None else None
 
-        def bounded(frame: Frame, where: Any) -> tuple:
-            array, dimension = where
+        def bounded(frame: Frame) -> Value:
             raw = value(frame)
-            raws = raw if isinstance(raw, tuple) else (raw,)
-            result = []
-            for offset, index in enumerate(raws):
-                extent = _extent(array, dimension + offset)
-                if extent is None or 0 <= index < extent:
-                    result.append(index)
-                elif lower is None:
-                    raise _Skip()
-                else:
-                    remap = lower(frame) if index < 0 else upper(frame)
-                    remaps = remap if isinstance(remap, tuple) else (remap,) * len(raws)
-                    result.append(remaps[offset])
-            return tuple(result)
+            low = lower(frame) if lower is not None else None
+            high = upper(frame) if upper is not None else None
+            if isinstance(raw, tuple):
+                lows = low if isinstance(low, tuple) else (low,) * len(raw)
+                highs = high if isinstance(high, tuple) else (high,) * len(raw)
+                return tuple(_Guarded(r, lo, hi) for r, lo, hi in zip(raw, lows, highs))
+            return _Guarded(raw, low, high)
         return bounded
+
+
+@dataclass(frozen=True)
+class _Guarded:
+    """A guarded index value: `index`, and the remapped values below 0 / at or past the end."""
+
+    index: int
+    lower: int | None = None
+    upper: int | None = None
+
+
+def _resolve(value: Any, extent: int | None) -> int:
+    """A plain index, or a guarded one checked against `extent` (skip, or remap)."""
+    if not isinstance(value, _Guarded):
+        return int(value)
+    if extent is None or 0 <= value.index < extent:
+        return int(value.index)
+    if value.lower is None:
+        raise _Skip()
+    return int(value.lower if value.index < 0 else value.upper)
 
 
 def _extent(array: Any, dimension: int) -> int | None:

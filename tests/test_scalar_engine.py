@@ -1,0 +1,55 @@
+"""The scalar engine on the spec's own conv and deconv (§4.4.1), against independent NumPy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.lower.scalar import run_lowering
+from refinterp.modules import Loader
+
+CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"
+rng = np.random.default_rng(11)
+
+
+def run(file: str, name: str, inputs: dict, attributes: dict | None = None) -> dict:
+    tree = Loader().load(CORPUS / file).main.tree
+    definition = next(d for d in tree.definitions if d.name == name)
+    infos = {k: TensorInfo("real", v.shape) for k, v in inputs.items()}
+    return run_lowering(instantiate(definition, Invocation(attributes or {}, infos)), inputs)
+
+
+def test_conv_same_padding_stride_2_matches_numpy() -> None:
+    x, f, bias = rng.standard_normal((1, 2, 7, 6)), rng.standard_normal((3, 2, 3, 3)), \
+        rng.standard_normal(3)
+    out = run("4_4_1_linear_operators_02.sknd", "conv", {"input": x, "filter": f, "bias": bias},
+              {"stride": 2})["output"]
+    # Independent reference from §4.4.1's formula with floor division (ceil_mode false):
+    # paddings = (7 / 2 - 1) * 2 + 3 - 7 = 0 rows, (6 / 2 - 1) * 2 + 3 - 6 = 1 column; with
+    # 'UPPER' alignment the offset is paddings / 2 = 0, so the extra column goes after.
+    pad_rows, pad_cols = 0, 1
+    padded = np.pad(x, ((0, 0), (0, 0), (pad_rows // 2, pad_rows - pad_rows // 2),
+                        (pad_cols // 2, pad_cols - pad_cols // 2)))
+    expected = np.zeros((1, 3, 3, 3))
+    for n in range(3):
+        for i in range(3):
+            for j in range(3):
+                window = padded[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
+                expected[0, n, i, j] = np.sum(window * f[n]) + bias[n]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_deconv_matches_scatter_reference() -> None:
+    x, f = rng.standard_normal((1, 2, 5)), rng.standard_normal((2, 3, 3))
+    out = run("4_4_1_linear_operators_03.sknd", "deconv", {"input": x, "filter": f})["output"]
+    expected = np.zeros((1, 3, 5))
+    for ci in range(2):
+        for co in range(3):
+            for i in range(5):
+                for j in range(3):
+                    o = i + j - 1  # stride 1, dilation 1, offset 1
+                    if 0 <= o < 5:
+                        expected[0, co, o] += x[0, ci, i] * f[ci, co, j]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
