@@ -25,6 +25,7 @@ from ..types import CASTS
 from ..binding import free_names
 from ..expr import evaluate
 from ..values import NULL, TensorValue, Value, format_literal
+from .codegen import compile_formula
 from .plan import Formula, LoweringPlan, plan_lowering
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -83,8 +84,13 @@ def _neutral(start: Value, dtype: str) -> Any:
 
 
 def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
-                 profile: semantics.Profile = semantics.SPEC) -> dict[str, Any]:
-    """Run the @lower block of `instance` on input arrays; return the output arrays."""
+                 profile: semantics.Profile = semantics.SPEC,
+                 generated: bool = True) -> dict[str, Any]:
+    """Run the @lower block of `instance` on input arrays; return the output arrays.
+
+    With `generated`, formulas in the subset of refinterp.lower.codegen run as generated
+    Python source (same results, much faster); the others, or all without it, run as closures.
+    """
     plan = plan_lowering(instance)
     outputs = allocate_outputs(instance, plan)
     arrays = dict(inputs)
@@ -95,8 +101,21 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
         arrays[name] = _constant_array(info, value)
     arrays.update(outputs)
     for formula in plan.formulas:
-        FormulaRunner(instance, formula, arrays, profile).run()
+        fast = compile_formula(instance, formula, arrays, profile, _failure) \
+            if generated else None
+        if fast is not None:
+            fast()
+        else:
+            FormulaRunner(instance, formula, arrays, profile).run()
     return outputs
+
+
+def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnostic:
+    notes = []
+    if frame:
+        notes.append("at " + ", ".join(f"{k} = {format_literal(_plain(v))}"
+                                       for k, v in frame.items()))
+    return EngineDiagnostic(message, node.span, notes)
 
 
 def _constant_array(info: TensorInfo | tuple, value: Value) -> Any:
@@ -125,11 +144,7 @@ class FormulaRunner:
 
     def fail(self, node: ast.Node, message: str, frame: Frame | None = None
              ) -> EngineDiagnostic:
-        notes = []
-        if frame:
-            shown = ", ".join(f"{k} = {format_literal(_plain(v))}" for k, v in frame.items())
-            notes.append(f"at {shown}")
-        return EngineDiagnostic(message, node.span, notes)
+        return _failure(node, message, frame)
 
     # ------------------------------------------------------------------ running
 

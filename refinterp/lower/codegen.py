@@ -1,0 +1,372 @@
+"""Fast path of the scalar engine: a formula compiled to Python source (nested `for` loops over
+flat lists), for the common subset where every index is a single int and every operand type is
+known. The result must equal the closure path of `scalar.py` exactly (same loop order, same
+operations in the same order, same numeric rules), which tests/test_codegen.py checks; anything
+outside the subset returns None and runs on the closure path.
+
+Arithmetic `+ - *` and comparisons are inlined only when both operands have the same type, where
+Python's own int and float operations are the spec's (exact ints, IEEE reals); every other
+operation calls refinterp.semantics, as the closure path does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import semantics
+from ..diagnostics import Diagnostic
+from ..expr import evaluate
+from ..instance import OperatorInstance
+from ..syntax import ast
+from ..types import CASTS
+from ..values import TensorValue
+from .plan import Formula
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+INLINE = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
+          "==": "==", "!=": "!="}
+UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
+
+
+class Unsupported(Exception):
+    """The formula is outside the generated subset; the closure path runs it."""
+
+
+class OutOfRange(Exception):
+    """An unguarded index fell outside its tensor (raised by generated code)."""
+
+    def __init__(self, access: int, position: tuple, indices: dict) -> None:
+        super().__init__(access)
+        self.access, self.position, self.indices = access, position, indices
+
+
+def _kind(dtype: Any) -> str:
+    if dtype == np.bool_:
+        return "bool"
+    return "int" if np.issubdtype(dtype, np.integer) else "real"
+
+
+class Generator:
+    """Builds the Python source of one formula."""
+
+    def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                 profile: semantics.Profile) -> None:
+        self.instance, self.formula, self.arrays, self.profile = (
+            instance, formula, arrays, profile)
+        self.indices = {r.name: r.bound for r in formula.indices}
+        self.locals: dict[str, str] = {}  # local name -> kind
+        self.constants: list[Any] = []
+        self.accesses: list[tuple[ast.Node, str]] = []
+        self.tensors: dict[str, str] = {}  # tensor name -> variable of its flat list
+        self.lines: list[str] = []
+        self.temp = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    def constant(self, value: Any) -> str:
+        self.constants.append(value)
+        return f"K[{len(self.constants) - 1}]"
+
+    def fresh(self) -> str:
+        self.temp += 1
+        return f"t{self.temp}"
+
+    def tensor(self, name: str) -> tuple[str, np.ndarray]:
+        array = self.arrays.get(name)
+        if not isinstance(array, np.ndarray):
+            raise Unsupported(name)
+        if name not in self.tensors:
+            self.tensors[name] = f"T_{len(self.tensors)}"
+        return self.tensors[name], array
+
+    def compile_time(self, node: ast.Expr) -> tuple[str, str] | None:
+        from ..binding import free_names
+
+        names = free_names(node)
+        runtime = set(self.indices) | set(self.locals) | set(self.arrays)
+        if names & runtime or isinstance(node, (ast.Bounded, ast.Expand)):
+            return None
+        if any(isinstance(self.instance.symbols.get(n), TensorValue) for n in names):
+            return None
+        try:
+            value = evaluate(node, self.instance.environment(self.profile))
+        except Diagnostic:
+            raise Unsupported("compile-time error") from None
+        if isinstance(value, bool):
+            return repr(value), "bool"
+        if isinstance(value, int):
+            return repr(value), "int"
+        if isinstance(value, float):
+            return self.constant(value), "real"
+        raise Unsupported("non-scalar constant")
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, node: ast.Expr) -> tuple[str, str]:  # noqa: C901 - one case per node
+        """(Python source, kind) of a scalar expression."""
+        folded = self.compile_time(node)
+        if folded is not None:
+            return folded
+        if isinstance(node, ast.Name):
+            if node.name in self.indices:
+                if isinstance(self.indices[node.name], tuple):
+                    raise Unsupported("packed index")
+                return node.name, "int"
+            if node.name in self.locals:
+                return f"L_{node.name}", self.locals[node.name]
+            raise Unsupported(node.name)
+        if isinstance(node, ast.Subscript):
+            return self.access(node)
+        if isinstance(node, ast.Unary):
+            operand, kind = self.expr(node.operand)
+            if node.op == "-" and kind in ("int", "real"):
+                return f"(-{operand})", kind
+            if node.op == "+" and kind in ("int", "real"):
+                return operand, kind
+            if node.op == "!" and kind == "bool":
+                return f"(not {operand})", "bool"
+            raise Unsupported(node.op)
+        if isinstance(node, ast.Binary):
+            return self.binary(node)
+        if isinstance(node, ast.Select) and node.otherwise is not None:
+            cond, kind = self.expr(node.cond)
+            then, then_kind = self.expr(node.then)
+            other, other_kind = self.expr(node.otherwise)
+            if kind != "bool" or then_kind != other_kind:
+                raise Unsupported("select")
+            return f"({then} if {cond} else {other})", then_kind
+        if isinstance(node, (ast.Builtin, ast.Call)):
+            return self.call(node)
+        raise Unsupported(type(node).__name__)
+
+    def binary(self, node: ast.Binary) -> tuple[str, str]:
+        left, left_kind = self.expr(node.left)
+        right, right_kind = self.expr(node.right)
+        if left_kind != right_kind:
+            raise Unsupported("mixed operand types")  # the closure path reports it
+        op = node.op
+        if op in ("+", "-", "*") and left_kind in ("int", "real"):
+            return f"({left} {op} {right})", left_kind
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return f"({left} {INLINE[op]} {right})", "bool"
+        if left_kind == "bool" and op in ("&&", "||", "^", "=>"):
+            source = {"&&": f"({left} and {right})", "||": f"({left} or {right})",
+                      "^": f"({left} != {right})", "=>": f"((not {left}) or {right})"}[op]
+            return source, "bool"
+        if op in ("/", "\\", "%", "**", "<<", ">>") and left_kind in ("int", "real"):
+            return f"BIN({op!r}, {left}, {right}, P)", left_kind
+        raise Unsupported(op)
+
+    def call(self, node: ast.Expr) -> tuple[str, str]:
+        if isinstance(node, ast.Builtin):
+            name, args = node.name, node.args
+        else:
+            assert isinstance(node, ast.Call)
+            if len(node.callee) != 1 or node.attributes is not None or node.generics:
+                raise Unsupported("call")
+            name, args = node.callee[0], node.args
+        target = self.instance.dtypes.get(name, name)
+        if len(args) != 1:
+            raise Unsupported("arguments")
+        operand, kind = self.expr(args[0])
+        if target in CASTS:
+            if target == "str":
+                raise Unsupported("str")
+            return f"CAST({target!r}, {operand}, P)", target
+        result = kind if name in ("abs", "sign") else "real"
+        return f"BUILTIN({name!r}, {operand}, P)", result
+
+    def access(self, node: ast.Subscript) -> tuple[str, str]:
+        if not isinstance(node.base, ast.Name):
+            raise Unsupported("access base")
+        flat, array = self.tensor(node.base.name)
+        offset = self.offset(node, node.base.name, array)
+        return f"{flat}[{offset}]", _kind(array.dtype)
+
+    def offset(self, node: ast.Subscript, name: str, array: np.ndarray) -> str:
+        """Source of the flat offset, emitting guards and range checks before use."""
+        dims: list[tuple[str, bool]] = []  # (index source, provably in range)
+        for item in node.items:
+            if isinstance(item, ast.Expand) and item.count is None and \
+                    isinstance(item.operand, ast.Name) and \
+                    isinstance(self.indices.get(item.operand.name), tuple):
+                # `i..` of a packed index `i < s`: one loop variable per dimension
+                name_, bounds = item.operand.name, self.indices[item.operand.name]
+                for k, bound in enumerate(bounds):
+                    dimension = len(dims)
+                    extent = array.shape[dimension] if dimension < array.ndim else -1
+                    dims.append((f"{name_}_{k}", bound <= extent))
+                continue
+            if isinstance(item, (ast.Expand, ast.Slice)):
+                raise Unsupported("expanded index")
+            dims.append(self.single_index(item, array, len(dims), name, node))
+        if len(dims) != array.ndim:
+            raise Unsupported("rank")
+        terms = []
+        for dimension, (index, provable) in enumerate(dims):
+            if not provable:
+                temp = self.fresh()
+                self.lines.append(f"{temp} = {index}")
+                self.check(node, name, temp, array.shape[dimension])
+                index = temp
+            stride = int(np.prod(array.shape[dimension + 1:]))
+            terms.append(index if stride == 1 else f"{index} * {stride}")
+        return " + ".join(terms) if terms else "0"
+
+    def single_index(self, item: ast.Expr, array: np.ndarray, dimension: int, name: str,
+                     node: ast.Node) -> tuple[str, bool]:
+        if dimension >= array.ndim:
+            raise Unsupported("rank")
+        extent = array.shape[dimension]
+        if isinstance(item, ast.Bounded):
+            value = self.index_value(item.index)
+            temp = self.fresh()
+            self.lines.append(f"{temp} = {value}")
+            if item.lower is None:
+                self.lines.append(f"if not 0 <= {temp} < {extent}: continue")
+            else:
+                low, high = self.index_value(item.lower), self.index_value(item.upper)
+                self.lines.append(f"if {temp} < 0: {temp} = {low}")
+                self.lines.append(f"elif {temp} >= {extent}: {temp} = {high}")
+            return temp, True
+        value = self.index_value(item)
+        provable = (isinstance(item, ast.Name) and item.name in self.indices
+                    and isinstance(self.indices[item.name], int)
+                    and self.indices[item.name] <= extent)
+        if value.lstrip("-").isdigit():
+            provable = 0 <= int(value) < extent
+        return value, provable
+
+    def check(self, node: ast.Node, name: str, temp: str, extent: int) -> None:
+        self.accesses.append((node, name))
+        names = ", ".join(f"{n!r}: {self.index_tuple(n)}" for n in self.indices)
+        self.lines.append(f"if not 0 <= {temp} < {extent}: "
+                          f"raise OOR({len(self.accesses) - 1}, ({temp},), {{{names}}})")
+
+    def index_tuple(self, name: str) -> str:
+        """Source of an index symbol's current value (a tuple for a packed index)."""
+        bound = self.indices[name]
+        if isinstance(bound, tuple):
+            return "(" + "".join(f"{name}_{k}, " for k in range(len(bound))) + ")"
+        return name
+
+    def index_value(self, node: ast.Expr) -> str:
+        source, kind = self.expr(node)
+        if kind != "int":
+            raise Unsupported("non-int index")
+        return source
+
+    # ------------------------------------------------------------------ the formula
+
+    def generate(self) -> str:
+        formula = self.formula
+        if formula.item is not None or not isinstance(self.arrays.get(formula.output),
+                                                      np.ndarray):
+            raise Unsupported("pack output")
+
+        body: list[str] = []
+        for local in formula.locals:
+            source, kind = self.expr(local.value)
+            self.lines.append(f"L_{local.name} = {source}")
+            self.locals[local.name] = kind
+        body.extend(self.take())
+        if formula.condition is not None:
+            cond, kind = self.expr(formula.condition)
+            body.extend(self.take())
+            if kind != "bool":
+                raise Unsupported("condition")
+            body.append(f"if not {cond}: continue")
+        value, kind = self.expr(formula.value)
+        body.extend(self.take())
+        out_flat, out_array = self.tensor(formula.output)
+        out_kind = _kind(out_array.dtype)
+        target = ast.Subscript(ast.Name(formula.output), formula.access, span=formula.node.span)
+        offset = self.offset(target, formula.output, out_array)
+        body.extend(self.take())
+        if kind != out_kind:
+            raise Unsupported("value type")
+        body.append(f"o = {offset}")
+        body.append(f"v = {value}")
+        op = formula.op
+        if op in ("+=", "*=") and kind in ("int", "real"):
+            body.append(f"v = {out_flat}[o] {UPDATE_OPS[op]} v")
+        elif op in ("&=", "|=") and kind == "bool":
+            body.append(f"v = {out_flat}[o] {'and' if op == '&=' else 'or'} v")
+        elif op in ("<=", ">="):
+            body.append(f"v = BIN({UPDATE_OPS[op]!r}, {out_flat}[o], v, P)")
+        elif op not in ("=", ":="):
+            raise Unsupported(op)
+        if out_kind == "int":
+            body.append("if not MIN <= v <= MAX: raise OVERFLOW(v)")
+        body.append(f"{out_flat}[o] = v")
+        loops = []
+        for r in formula.indices:  # declaration order, row-major within a packed index
+            if isinstance(r.bound, tuple):
+                loops.extend(f"for {r.name}_{k} in range({n}):" for k, n in enumerate(r.bound))
+            else:
+                loops.append(f"for {r.name} in range({r.bound}):")
+        source = ["def kernel(" + ", ".join(["K", "BIN", "CAST", "BUILTIN", "P", "OOR", "OVERFLOW",
+                                             "MIN", "MAX", *self.tensors.values()]) + "):"]
+        depth = 1
+        for loop in loops:
+            source.append("    " * depth + loop)
+            depth += 1
+        if not loops:  # a rank-0 formula runs once; `continue` needs a loop
+            source.append("    " * depth + "for _once in (0,):")
+            depth += 1
+        source.extend("    " * depth + line for line in body)
+        return "\n".join(source) + "\n"
+
+    def take(self) -> list[str]:
+        lines, self.lines = self.lines, []
+        return lines
+
+
+class IntOverflow(Exception):
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def _binary(op: str, a: Any, b: Any, profile: semantics.Profile) -> Any:
+    return semantics.binary(op, a, b, profile)
+
+
+def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                    profile: semantics.Profile,
+                    fail: Callable[[ast.Node, str, dict | None], Diagnostic]
+                    ) -> Callable[[], None] | None:
+    """A runner for `formula` from generated source, or None outside the supported subset."""
+    generator = Generator(instance, formula, arrays, profile)
+    try:
+        source = generator.generate()
+    except Unsupported:
+        return None
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<formula {formula.node.span}>", "exec"), namespace)
+    kernel = namespace["kernel"]
+    names = list(generator.tensors)
+
+    def run() -> None:
+        flats = [arrays[name].ravel().tolist() for name in names]
+        try:
+            kernel(generator.constants, _binary, semantics.cast, semantics.builtin, profile,
+                   OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
+        except OutOfRange as error:
+            node, name = generator.accesses[error.access]
+            shape = list(arrays[name].shape)
+            raise fail(node, f"an index is out of range for '{name}' of shape {shape}",
+                       error.indices) from None
+        except IntOverflow as error:
+            raise fail(formula.node, f"the int result {error.value} does not fit in int64",
+                       None) from None
+        except semantics.NumericError as error:
+            raise fail(formula.node, error.message, None) from None
+        output = names.index(formula.output)
+        target = arrays[formula.output]
+        target[...] = np.array(flats[output], dtype=target.dtype).reshape(target.shape)
+
+    return run
+
