@@ -190,3 +190,25 @@ def test_unrolled_pack_index_is_the_outermost_loop() -> None:
     z = rng.standard_normal((2, 2))
     for x, y in zip(xs, run(text, {"xs": xs, "z": z})["ys"]):
         np.testing.assert_array_equal(y, x + z)
+
+
+def test_full_range_index_reads_and_writes_a_dimension() -> None:
+    # §2.4 / Khronos: `x[i.., :]` is the pack of values along the ':' dimension; on the left,
+    # `y[:, k] = pack` writes one item per position. Khronos gather_nd reads
+    # `indices[bi.., zi.., :]..` to get a whole index vector.
+    text = ("operator f { @input { x: real[n, m]; } @output { y: real[m, n]; s: real[n]; } "
+            "@lower { y[:, i] = x[i, :], i < n; s[i] = x[i, :] + .., i < n; } }")
+    x = rng.standard_normal((3, 4))
+    out = run(text, {"x": x})
+    np.testing.assert_array_equal(out["y"], x.T)
+    np.testing.assert_allclose(out["s"], x.sum(axis=1), rtol=1e-12)
+
+
+def test_data_dependent_indices() -> None:
+    # `data[index[i..]]`-style gathering (§4.1.6): indices read from a tensor.
+    text = ("operator g { @input { data: real[n]; index: int[k]; } @output { y: real[k]; } "
+            "@lower { y[i] = data[index[i]], i < k; } }")
+    data, index = rng.standard_normal(5), np.array([4, 0, 2, 2])
+    np.testing.assert_array_equal(run(text, {"data": data, "index": index})["y"], data[index])
+    with pytest.raises(Diagnostic, match="out of range for 'data'"):
+        run(text, {"data": data, "index": np.array([5])})

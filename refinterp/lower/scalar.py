@@ -194,6 +194,20 @@ class FormulaRunner:
             return self.numeric(node, semantics.binary, UPDATE_OPS[op], current, value)
 
         def store_one(array: Any, position: tuple, value: Value, frame: Frame) -> None:
+            if FULL in position:  # `y[:, k] = pack`: one item per position, as one update
+                positions = _expand_full(position, array.shape)
+                values = value if isinstance(value, tuple) else (value,) * len(positions)
+                if len(values) != len(positions):
+                    raise self.fail(node, f"{len(values)} values for {len(positions)} "
+                                          f"positions of ':'", frame)
+                results = []
+                for single, concrete in zip(values, positions):
+                    self.check_position(node, formula.output, array, concrete, frame)
+                    results.append(self.checked(node, combine(
+                        _python(array[concrete], dtype), single), dtype, frame))
+                for concrete, result in zip(positions, results):
+                    array[concrete] = result
+                return
             if value is NULL:
                 raise self.fail(formula.value, "the value to store is null (resolve optional "
                                                "values with '??')", frame)
@@ -510,8 +524,13 @@ class FormulaRunner:
                 target = self.pack_item(node, target, item(frame), frame)
             position = indices(frame, target)
             if isinstance(target, list):  # a whole pack accessed: a pack of values
+                if FULL in position:
+                    raise self.fail(node, "':' cannot index a whole pack of tensors", frame)
                 return tuple(_python(self.read(node, name, a, position, frame),
                                      _dtype_of(a)) for a in target)
+            if FULL in position:  # `x[i, :]`: the pack of values along the ':' dimensions
+                return tuple(_python(self.read(node, name, target, p, frame), _dtype_of(target))
+                             for p in _expand_full(position, target.shape))
             return _python(self.read(node, name, target, position, frame), _dtype_of(target))
         return access
 
@@ -556,8 +575,10 @@ class FormulaRunner:
         repeats). Guarded indices `|e|` inside are resolved here, against the extent of the
         dimension they land on."""
         if isinstance(item, ast.Slice):
-            raise self.fail(item, "a full-range ':' index in a formula is not supported yet; "
-                                  "index each dimension explicitly")
+            if (item.start, item.stop, item.step) != (None, None, None):
+                raise self.fail(item, "a tensor is indexed with ':' (the whole dimension), not "
+                                      "with a slice")
+            return lambda frame, where: (FULL,)
         expanded = isinstance(item, ast.Expand)
         inner = item.operand if expanded else item
         value = self.compile(inner)
@@ -571,7 +592,7 @@ class FormulaRunner:
             if count is not None and not isinstance(result, tuple):
                 result = (result,) * int(count(frame))
             result = result if isinstance(result, tuple) else (result,)
-            return tuple(_resolve(v, _extent(array, start + offset))
+            return tuple(v if v is FULL else _resolve(v, _extent(array, start + offset))
                          for offset, v in enumerate(result))
         return index
 
@@ -591,6 +612,25 @@ class FormulaRunner:
                 return tuple(_Guarded(r, lo, hi) for r, lo, hi in zip(raw, lows, highs))
             return _Guarded(raw, low, high)
         return bounded
+
+
+class _Full:
+    """The full-range index `:` of one dimension, before it is expanded."""
+
+    def __repr__(self) -> str:
+        return ":"
+
+
+FULL = _Full()
+
+
+def _expand_full(position: tuple, shape: tuple) -> list[tuple]:
+    """Every concrete position of a position holding `:` markers, row-major."""
+    ranges = [range(shape[d]) if p is FULL else (p,) for d, p in enumerate(position)
+              if d < len(shape)]
+    if len(position) != len(shape):
+        return [position]  # the rank mismatch is reported by check_position
+    return [tuple(p) for p in itertools.product(*ranges)]
 
 
 @dataclass(frozen=True)
