@@ -193,49 +193,43 @@ class FormulaRunner:
                 return value
             return self.numeric(node, semantics.binary, UPDATE_OPS[op], current, value)
 
-        def store_one(array: Any, position: tuple, value: Value, frame: Frame) -> None:
-            if FULL in position:  # `y[:, k] = pack`: one item per position, as one update
-                positions = _expand_full(position, array.shape)
-                values = value if isinstance(value, tuple) else (value,) * len(positions)
-                if len(values) != len(positions):
-                    raise self.fail(node, f"{len(values)} values for {len(positions)} "
-                                          f"positions of ':'", frame)
-                results = []
-                for single, concrete in zip(values, positions):
-                    self.check_position(node, formula.output, array, concrete, frame)
-                    results.append(self.checked(node, combine(
-                        _python(array[concrete], dtype), single), dtype, frame))
-                for concrete, result in zip(positions, results):
-                    array[concrete] = result
-                return
+        def update(cells: list[tuple[Any, tuple]], value: Value, frame: Frame, what: str) -> None:
+            """Update several cells as one unit: every new value is computed from the old ones
+            before any is written (§2.12 packed assignment; `:` positions)."""
             if value is NULL:
                 raise self.fail(formula.value, "the value to store is null (resolve optional "
                                                "values with '??')", frame)
-            self.check_position(node, formula.output, array, position, frame)
-            current = _python(array[position], dtype)
-            array[position] = self.checked(node, combine(current, value), dtype, frame)
+            if what:  # several cells: a pack of values, or one value for all of them
+                values = value if isinstance(value, tuple) else (value,) * len(cells)
+            else:
+                values = (value,)
+            if len(values) != len(cells):
+                raise self.fail(node, f"{len(values)} values for {len(cells)} {what}", frame)
+            results = []
+            for (array, position), single in zip(cells, values):
+                self.check_position(node, formula.output, array, position, frame)
+                results.append(self.checked(node, combine(_python(array[position], dtype),
+                                                          single), dtype, frame))
+            for (array, position), result in zip(cells, results):
+                array[position] = result
 
         def store(frame: Frame, value: Value) -> None:
             if item is not None:
                 array = self.pack_item(node, target, item(frame), frame)
-                store_one(array, indices(frame, array), value, frame)
-                return
-            position = indices(frame, None if isinstance(target, list) else target)
-            if isinstance(target, list):
-                # packed assignment: one atomic update of every item (§2.12)
-                values = value if isinstance(value, tuple) else (value,) * len(target)
-                if len(values) != len(target):
-                    raise self.fail(node, f"{len(values)} values for a pack of {len(target)} "
-                                          f"outputs", frame)
-                results = []
-                for array, single in zip(target, values):
-                    self.check_position(node, formula.output, array, position, frame)
-                    results.append(self.checked(node, combine(_python(array[position], dtype),
-                                                              single), dtype, frame))
-                for array, result in zip(target, results):
-                    array[position] = result
+                arrays_, position = [array], indices(frame, array)
+            elif isinstance(target, list):
+                arrays_, position = target, indices(frame, None)
             else:
-                store_one(target, position, value, frame)
+                arrays_, position = [target], indices(frame, target)
+            if FULL in position:
+                if len(arrays_) > 1:
+                    raise self.fail(node, "':' cannot index a whole pack of tensors", frame)
+                cells = [(arrays_[0], p) for p in _expand_full(position, arrays_[0].shape)]
+                update(cells, value, frame, "positions of ':'")
+            elif isinstance(target, list) and item is None:  # packed assignment (§2.12)
+                update([(a, position) for a in arrays_], value, frame, "outputs of the pack")
+            else:
+                update([(arrays_[0], position)], value, frame, "")
 
         return store
 
