@@ -9,14 +9,10 @@ from refinterp.lower.plan import LoweringDiagnostic, plan_lowering
 from refinterp.source import SourceFile
 from refinterp.syntax import parse_module
 
-MATMUL = """operator matmul {
-  @input { A: real[m,k]; B: real[k,n]; Z: optional real[m,n]; }
-  @output { C: real[m,n]; }
-  @lower {
-     C[i,j] = Z[i,j] ?? 0.0, i < m, j < n;
-     C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n;
-  }
-}"""
+from .test_2_12_lower import MATMUL_Z
+
+# §2.12's matmul with the optional initial value Z (shared with the engine tests).
+MATMUL = MATMUL_Z
 
 
 def plan(text: str, inputs: dict, attributes: dict | None = None):
