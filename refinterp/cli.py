@@ -312,12 +312,13 @@ def _group_packs(arrays: dict) -> dict:
 
 
 def cmd_eval(args: argparse.Namespace, out: Output) -> int:
-    """Evaluate an operator on input arrays (its @lower block, by the scalar engine)."""
+    """Evaluate an operator or graph on input arrays (@lower by the scalar engine, @compose by
+    running its invocations)."""
     import numpy as np
 
     from . import semantics
-    from .instance import Invocation, TensorInfo, instantiate
-    from .lower.scalar import run_lowering
+    from .compose import Executor
+    from .instance import Invocation, TensorInfo
 
     profile = semantics.PROFILES[args.profile]
     program = Loader(args.path).load(args.file)
@@ -334,11 +335,7 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         return TensorInfo(_array_kind(array) or "?", tuple(array.shape))
 
     invocation.inputs = {name: info(array) for name, array in arrays.items()}
-    instance = instantiate(definition, invocation)
-    if definition.block("lower") is None:
-        raise Diagnostic(f"'{definition.name}' has no @lower block; running @compose and "
-                         f"intrinsic operators is not implemented yet", definition.span)
-    outputs = run_lowering(instance, arrays, profile)
+    outputs = Executor(program, profile).run(definition, program.main, invocation, arrays)
     flat: dict[str, object] = {}
     for name, value in outputs.items():
         if isinstance(value, list):

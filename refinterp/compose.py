@@ -1,0 +1,327 @@
+"""Running operators (spec §2.10): an operator runs by its @lower formulas (scalar engine), by its
+@compose block (recursively, each invocation instantiated first), or, without a body, by an
+intrinsic registered under its qualified name.
+
+First part of issue 6: invocations (qualified names, attributes, generics, tensor, pack, scalar
+and omitted `~` arguments, several and packed results), tensor-valued compile-time expressions
+(`c ? x : y`, `x ?? y`), regions with `yield`, and `if/elif/else` with a compile-time or a rank-0
+bool tensor condition. Loops, labels/scopes, variables and @update come next (issue 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import semantics
+from .diagnostics import Diagnostic, Frame
+from .expr import Environment, evaluate
+from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
+from .lower.scalar import run_lowering
+from .modules import LoadedModule, Program
+from .syntax import ast
+from .values import NULL, TensorValue
+
+MAX_DEPTH = 256
+DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
+Intrinsic = Callable[[OperatorInstance, dict[str, Any]], dict[str, Any]]
+INTRINSICS: dict[str, Intrinsic] = {}
+
+
+class ComposeDiagnostic(Diagnostic):
+    """A composition cannot run (unknown operator, wrong arguments, unsupported construct...)."""
+
+
+def kind_of(array: Any) -> str:
+    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(array.dtype.kind, "?")
+
+
+def tensor_info(value: Any) -> TensorInfo | tuple:
+    """The TensorInfo of an array (a tuple of them for a pack)."""
+    if isinstance(value, list):
+        return tuple(tensor_info(v) for v in value)
+    return TensorInfo(kind_of(value), tuple(value.shape))
+
+
+@dataclass
+class Scope:
+    """Tensors visible in a @compose block (packs as lists), and the instance's symbols."""
+
+    instance: OperatorInstance
+    module: LoadedModule
+    tensors: dict[str, Any] = field(default_factory=dict)
+
+    def child(self) -> "Scope":
+        return Scope(self.instance, self.module, dict(self.tensors))
+
+    def environment(self, profile: semantics.Profile) -> Environment:
+        env = self.instance.environment(profile)
+        for name, value in self.tensors.items():  # tensor names visible to x.shape / x.rank
+            if not isinstance(value, list) and value is not NULL:
+                env.values[name] = TensorValue(kind_of(value), tuple(value.shape))
+        return env
+
+
+class Executor:
+    """Runs operators of a loaded program."""
+
+    def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
+                 max_depth: int = MAX_DEPTH) -> None:
+        self.program = program
+        self.profile = profile
+        self.max_depth = max_depth
+        self.depth = 0
+
+    def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
+            inputs: dict[str, Any]) -> dict[str, Any]:
+        """Instantiate and run `definition`; return its outputs by name."""
+        instance = instantiate(definition, invocation)
+        if definition.block("lower") is not None:
+            return run_lowering(instance, inputs, self.profile)
+        if definition.block("compose") is not None:
+            return self.compose(instance, module, inputs)
+        qualified = f"{module.name}.{definition.name}"
+        intrinsic = INTRINSICS.get(qualified)
+        if intrinsic is None:
+            raise ComposeDiagnostic(f"operator '{qualified}' has no @lower or @compose block and "
+                                    f"no intrinsic implementation", definition.span)
+        return intrinsic(instance, inputs)
+
+    # ------------------------------------------------------------------ @compose
+
+    def compose(self, instance: OperatorInstance, module: LoadedModule,
+                inputs: dict[str, Any]) -> dict[str, Any]:
+        scope = Scope(instance, module, dict(inputs))
+        for name, (info, value) in instance.constants.items():
+            scope.tensors[name] = _constant(info, value)
+        if instance.variables:
+            raise ComposeDiagnostic("@variable tensors are not supported yet (issue 6)",
+                                    instance.definition.block("variable").span)
+        for component in instance.definition.block("compose").entries:
+            self.component(component, scope)
+        outputs = {}
+        for name, info in instance.outputs.items():
+            if name not in scope.tensors:
+                raise ComposeDiagnostic(f"the @compose block never assigns output '{name}'",
+                                        instance.definition.block("compose").span)
+            outputs[name] = self.check_output(name, info, scope.tensors[name], instance)
+        return outputs
+
+    def check_output(self, name: str, declared: TensorInfo | tuple, value: Any,
+                     instance: OperatorInstance) -> Any:
+        """§2.10: the composed outputs must have the declared types and shapes."""
+        actual = tensor_info(value)
+        declared_items = declared if isinstance(declared, tuple) else (declared,)
+        actual_items = actual if isinstance(actual, tuple) else (actual,)
+        mismatch = len(declared_items) != len(actual_items) or any(
+            d.dtype != a.dtype or (d.shape is not None and any(
+                e is not None and e != f for e, f in zip(d.shape, a.shape)))
+            or (d.shape is not None and len(d.shape) != len(a.shape))
+            for d, a in zip(declared_items, actual_items))
+        if mismatch:
+            raise ComposeDiagnostic(
+                f"output '{name}' is composed as {_describe(actual)} but declared "
+                f"{_describe(declared)}", instance.definition.span)
+        return value
+
+    def component(self, component: ast.Component, scope: Scope) -> None:
+        results = self.rhs(component.value, scope, len(component.targets))
+        self.bind(component, component.targets, results, scope)
+
+    def bind(self, component: ast.Component, targets: tuple, results: list, scope: Scope
+             ) -> None:
+        if len(results) != len(targets):
+            raise ComposeDiagnostic(f"{len(results)} results for {len(targets)} targets",
+                                    component.span)
+        for target, value in zip(targets, results):
+            if isinstance(target, ast.LPlaceholder):
+                continue
+            if isinstance(target, ast.LList):
+                if not isinstance(value, list) or len(value) != len(target.items):
+                    raise ComposeDiagnostic("a list of targets needs a pack of the same length",
+                                            target.span)
+                self.bind(component, target.items, value, scope)
+                continue
+            if isinstance(target, ast.LName):
+                if target.pack is not None and target.pack.length is not None:
+                    expected = evaluate(target.pack.length, scope.environment(self.profile))
+                    if not isinstance(value, list) or len(value) != expected:
+                        raise ComposeDiagnostic(f"'{target.name}' is declared as a pack of "
+                                                f"{expected} tensors", target.span)
+                scope.tensors[target.name] = value
+                continue
+            raise ComposeDiagnostic("unsupported target", target.span)
+
+    # ------------------------------------------------------------------ right-hand sides
+
+    def rhs(self, node: ast.Rhs, scope: Scope, expected: int) -> list[Any]:
+        """The results of a right-hand side (one per target)."""
+        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
+            return self.invoke(node, scope)
+        if isinstance(node, ast.Region):
+            inner = scope.child()
+            for component in node.components:
+                self.component(component, inner)
+            return [self.tensor(y, inner) for y in node.yields]
+        if isinstance(node, ast.IfExpr):
+            return self.branch(node, scope, expected)
+        if isinstance(node, ast.LoopExpr):
+            raise ComposeDiagnostic("loops are not supported yet (issue 6)", node.span)
+        return [self.tensor(node, scope)]
+
+    def branch(self, node: ast.IfExpr, scope: Scope, expected: int) -> list[Any]:
+        """§2.10.1: only the taken branch runs; a condition is compile-time or a bool tensor of
+        volume 1."""
+        for cond, then in node.branches:
+            flag = self.condition(cond, scope)
+            if flag:
+                return self.rhs(then, scope, expected)
+        return self.rhs(node.otherwise, scope, expected)
+
+    def condition(self, cond: ast.Rhs, scope: Scope) -> bool:
+        if isinstance(cond, ast.Expr) and not isinstance(cond, ast.Call) and \
+                not self.mentions_tensor(cond, scope):
+            value = evaluate(cond, scope.environment(self.profile))
+            if not isinstance(value, bool):
+                raise ComposeDiagnostic("a branch condition must be a bool", cond.span)
+            return value
+        result, = self.rhs(cond, scope, 1)
+        if isinstance(result, list) or result.dtype != np.bool_ or result.size != 1:
+            raise ComposeDiagnostic("a dynamic branch condition must be a bool tensor of volume "
+                                    "1", cond.span)
+        return bool(result.reshape(()))
+
+    def mentions_tensor(self, node: ast.Expr, scope: Scope) -> bool:
+        """Whether the expression uses a tensor's value (`x.shape`/`x.rank` do not)."""
+        return bool(_value_names(node) & set(scope.tensors))
+
+    def tensor(self, node: ast.Expr, scope: Scope) -> Any:
+        """A tensor-valued expression: a name, a pack `[a, b]`, `~`, a compile-time choice
+        between tensors (`c ? x : y`, `x ?? y`), or a compile-time scalar (a rank-0 tensor)."""
+        if isinstance(node, ast.Placeholder):
+            return NULL
+        if isinstance(node, ast.Name) and node.name in scope.tensors:
+            return scope.tensors[node.name]
+        if isinstance(node, ast.ListExpr) and all(not isinstance(i, ast.Range)
+                                                   for i in node.items):
+            items: list[Any] = []
+            for item in node.items:
+                if isinstance(item, ast.Expand):
+                    value = self.tensor(item.operand, scope)
+                    items.extend(value if isinstance(value, list) else [value])
+                else:
+                    items.append(self.tensor(item, scope))
+            return items
+        if isinstance(node, ast.Select) and not self.mentions_tensor(node.cond, scope):
+            flag = evaluate(node.cond, scope.environment(self.profile))
+            if flag is NULL:
+                return NULL
+            if flag:
+                return self.tensor(node.then, scope)
+            return self.tensor(node.otherwise, scope) if node.otherwise is not None else NULL
+        if isinstance(node, ast.Binary) and node.op == "??":
+            first = self.tensor(node.left, scope)
+            return first if first is not NULL else self.tensor(node.right, scope)
+        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
+            results = self.invoke(node, scope)
+            if len(results) != 1:
+                raise ComposeDiagnostic("an invocation used as an argument must have one result",
+                                        node.span)
+            return results[0]
+        if self.mentions_tensor(node, scope):
+            raise ComposeDiagnostic("tensor arithmetic must be written as operator invocations",
+                                    node.span)
+        value = evaluate(node, scope.environment(self.profile))  # a compile-time scalar
+        if value is NULL:
+            return NULL
+        if isinstance(value, tuple):
+            raise ComposeDiagnostic("a compile-time pack is not a tensor; write a list of "
+                                    "tensors", node.span)
+        return np.array(value, dtype=DTYPES[_kind(value)])
+
+    # ------------------------------------------------------------------ invocations
+
+    def is_invocation(self, node: ast.Call, scope: Scope) -> bool:
+        return self.resolve(node, scope.module, quiet=True) is not None
+
+    def resolve(self, node: ast.Call, module: LoadedModule, quiet: bool = False
+                ) -> tuple[ast.OperatorDef, LoadedModule] | None:
+        """`op` in the invoking module, or `a.b.op` in the imported module `a.b`."""
+        *path, name = node.callee
+        target = module if not path else module.imports.get(".".join(path))
+        if target is not None:
+            for definition in target.tree.definitions:
+                if definition.name == name:
+                    return definition, target
+        if quiet:
+            return None
+        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span)
+
+    def invoke(self, node: ast.Call, scope: Scope) -> list[Any]:
+        resolved = self.resolve(node, scope.module)
+        assert resolved is not None
+        definition, module = resolved
+        env = scope.environment(self.profile)
+        attributes = {a.name: evaluate(a.value, env) for a in node.attributes or ()}
+        generics = tuple(scope.instance.dtypes.get(g.name, g.name) for g in node.generics)
+        declared = definition.block("input").entries if definition.block("input") else ()
+        if len(node.args) > len(declared):
+            raise ComposeDiagnostic(f"'{definition.name}' takes {len(declared)} inputs; got "
+                                    f"{len(node.args)}", node.span)
+        inputs: dict[str, Any] = {}
+        for decl, arg in zip(declared, node.args):
+            value = self.tensor(arg, scope)
+            if value is not NULL:
+                inputs[decl.name] = value
+        invocation = Invocation(attributes, {k: tensor_info(v) for k, v in inputs.items()},
+                                generics, self.profile)
+        self.depth += 1
+        try:
+            if self.depth > self.max_depth:
+                raise ComposeDiagnostic(f"operator calls nest deeper than {self.max_depth}",
+                                        node.span)
+            outputs = self.run(definition, module, invocation, inputs)
+        except Diagnostic as diag:
+            raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
+        finally:
+            self.depth -= 1
+        return list(outputs.values())
+
+
+def _value_names(node: object) -> set[str]:
+    """Names an expression uses as values: not as the base of `.shape` / `.rank` / `.size`."""
+    if isinstance(node, ast.Name):
+        return {node.name}
+    if isinstance(node, ast.Member):
+        return set()
+    if isinstance(node, ast.Node):
+        return set().union(*(_value_names(v) for v in vars(node).values()))
+    if isinstance(node, tuple):
+        return set().union(*(_value_names(v) for v in node)) if node else set()
+    return set()
+
+
+def _constant(info: TensorInfo | tuple, value: Any) -> Any:
+    if isinstance(info, tuple):
+        return [_constant(i, v) for i, v in zip(info, value)]
+    dtype = DTYPES[info.dtype]
+    shape = tuple(info.shape or ())
+    if isinstance(value, tuple):
+        return np.array(value, dtype=dtype).reshape(shape)
+    return np.full(shape, value, dtype=dtype)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "int" if isinstance(value, int) else "real"
+
+
+def _describe(info: TensorInfo | tuple) -> str:
+    if isinstance(info, tuple):
+        return "[" + ", ".join(_describe(i) for i in info) + "]"
+    shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
+                                                     for e in info.shape)
+    return f"{info.dtype}[{shape}]"
