@@ -2,10 +2,10 @@
 @compose block (recursively, each invocation instantiated first), or, without a body, by an
 intrinsic registered under its qualified name.
 
-First part of issue 6: invocations (qualified names, attributes, generics, tensor, pack, scalar
-and omitted `~` arguments, several and packed results), tensor-valued compile-time expressions
-(`c ? x : y`, `x ?? y`), regions with `yield`, and `if/elif/else` with a compile-time or a rank-0
-bool tensor condition. Loops, labels/scopes, variables and @update come next (issue 6).
+Issue 6 so far: invocations (qualified names, attributes, generics, tensor, pack, scalar and
+omitted `~` arguments, several and packed results), tensor-valued compile-time expressions
+(`c ? x : y`, `x ?? y`), regions with `yield`, `if/elif/else` with a compile-time or a rank-0
+bool tensor condition, and loops. Labels/scopes, variables and @update come next.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .syntax import ast
 from .values import NULL, TensorValue
 
 MAX_DEPTH = 256
+MAX_ITERATIONS = 1_000_000
 DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 Intrinsic = Callable[[OperatorInstance, dict[str, Any]], dict[str, Any]]
 INTRINSICS: dict[str, Intrinsic] = {}
@@ -68,10 +69,11 @@ class Executor:
     """Runs operators of a loaded program."""
 
     def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
-                 max_depth: int = MAX_DEPTH) -> None:
+                 max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS) -> None:
         self.program = program
         self.profile = profile
         self.max_depth = max_depth
+        self.max_iterations = max_iterations
         self.depth = 0
 
     def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
@@ -168,8 +170,93 @@ class Executor:
         if isinstance(node, ast.IfExpr):
             return self.branch(node, scope, expected)
         if isinstance(node, ast.LoopExpr):
-            raise ComposeDiagnostic("loops are not supported yet (issue 6)", node.span)
+            return self.loop(node, scope, expected)
         return [self.tensor(node, scope)]
+
+    def loop(self, node: ast.LoopExpr, scope: Scope, expected: int) -> list[Any]:
+        """§2.10.1 loops: carried values (`with`), scanned packs (`for`), a count `..(n)` /
+        `..(i -> n)` (compile-time or a rank-0 int tensor), and `while` conditions before or
+        after the body. The loop stops at the first of: count reached, scans exhausted,
+        condition false. The body's first results update the carried values, the rest are
+        packed into scan outputs. `unroll` computes the same values."""
+        inner = scope.child()
+        carried = [c.name for c in node.carried]
+        for item in node.carried:
+            inner.tensors[item.name] = self.carried_init(item, scope)
+        scans = []
+        for scan in node.scans:
+            pack = self.tensor(scan.pack, scope)
+            if not isinstance(pack, list):
+                raise ComposeDiagnostic(f"'for {scan.name} : ...' needs a pack of tensors",
+                                        scan.pack.span)
+            scans.append((scan.name, pack))
+        if len({len(pack) for _, pack in scans}) > 1:
+            raise ComposeDiagnostic("the scanned packs have different lengths", node.span)
+        length = len(scans[0][1]) if scans else None
+        count = self.loop_count(node, scope)
+        if count is not None and length is not None and count > length:
+            raise ComposeDiagnostic(f"the loop count {count} exceeds the scanned packs' length "
+                                    f"{length}", node.count.span)
+        if count is None and length is None and node.pre_condition is None and \
+                node.post_condition is None:
+            raise ComposeDiagnostic("a loop needs a 'for' clause, a count or a condition",
+                                    node.span)
+        outputs: list[list[Any]] = []
+        iteration = 0
+        while (count is None or iteration < count) and (length is None or iteration < length):
+            if iteration >= self.max_iterations:
+                raise ComposeDiagnostic(f"the loop ran {self.max_iterations} iterations "
+                                        f"(--max-iterations)", node.span)
+            for name, pack in scans:
+                inner.tensors[name] = pack[iteration]
+            if node.count is not None and node.count.index is not None:
+                inner.tensors[node.count.index] = np.array(iteration, dtype=np.int64)
+            if node.pre_condition is not None and not self.condition(node.pre_condition, inner):
+                break
+            results = self.rhs(node.body, inner.child(), len(carried))
+            if len(results) < len(carried):
+                raise ComposeDiagnostic(f"the loop body gives {len(results)} results for "
+                                        f"{len(carried)} carried values", node.body.span)
+            for name, value in zip(carried, results):
+                inner.tensors[name] = value
+            outputs.append(results[len(carried):])
+            iteration += 1
+            if node.post_condition is not None and \
+                    not self.condition(node.post_condition, inner):
+                break
+        scanned = [list(column) for column in zip(*outputs)] if outputs else \
+            [[] for _ in range(max(0, expected - len(carried)))]
+        return [inner.tensors[name] for name in carried] + scanned
+
+    def carried_init(self, item: ast.Carried, scope: Scope) -> Any:
+        value = self.tensor(item.init, scope)
+        if item.type is None:
+            return value
+        env = scope.environment(self.profile)
+        shape: list[int] = []
+        for extent in item.type.shape or ():
+            size = evaluate(extent.value, env)
+            shape.extend(size if isinstance(size, tuple) else (size,))
+        dtype = DTYPES.get(scope.instance.dtypes.get(item.type.name, item.type.name))
+        if dtype is None or isinstance(value, list) or value is NULL:
+            raise ComposeDiagnostic(f"cannot initialise '{item.name}' as {item.type.name}",
+                                    item.span)
+        if value.ndim == 0:
+            return np.full(shape, value, dtype=dtype)
+        if list(value.shape) != shape:
+            raise ComposeDiagnostic(f"'{item.name}' is declared with shape {shape}; its "
+                                    f"initial value has shape {list(value.shape)}", item.span)
+        return value.astype(dtype)
+
+    def loop_count(self, node: ast.LoopExpr, scope: Scope) -> int | None:
+        if node.count is None or node.count.count is None:
+            return None
+        value = self.tensor(node.count.count, scope)
+        if isinstance(value, list) or value is NULL or value.size != 1 or \
+                kind_of(value) != "int":
+            raise ComposeDiagnostic("a loop count must be an int (or an int tensor of volume 1)",
+                                    node.count.span)
+        return int(value.reshape(()))
 
     def branch(self, node: ast.IfExpr, scope: Scope, expected: int) -> list[Any]:
         """§2.10.1: only the taken branch runs; a condition is compile-time or a bool tensor of
