@@ -19,7 +19,7 @@ from . import semantics
 from .diagnostics import Diagnostic, Frame
 from .expr import Environment, evaluate
 from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
-from .lower.scalar import run_lowering
+from .lower.scalar import constant_array, run_lowering
 from .modules import LoadedModule, Program
 from .syntax import ast
 from .values import NULL, TensorValue
@@ -97,7 +97,7 @@ class Executor:
                 inputs: dict[str, Any]) -> dict[str, Any]:
         scope = Scope(instance, module, dict(inputs))
         for name, (info, value) in instance.constants.items():
-            scope.tensors[name] = _constant(info, value)
+            scope.tensors[name] = constant_array(info, value)
         if instance.variables:
             raise ComposeDiagnostic("@variable tensors are not supported yet (issue 6)",
                                     instance.definition.block("variable").span)
@@ -388,16 +388,6 @@ def _value_names(node: object) -> set[str]:
     if isinstance(node, tuple):
         return set().union(*(_value_names(v) for v in node)) if node else set()
     return set()
-
-
-def _constant(info: TensorInfo | tuple, value: Any) -> Any:
-    if isinstance(info, tuple):
-        return [_constant(i, v) for i, v in zip(info, value)]
-    dtype = DTYPES[info.dtype]
-    shape = tuple(info.shape or ())
-    if isinstance(value, tuple):
-        return np.array(value, dtype=dtype).reshape(shape)
-    return np.full(shape, value, dtype=dtype)
 
 
 def _kind(value: Any) -> str:

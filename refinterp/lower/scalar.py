@@ -98,7 +98,7 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
     for decl in block.entries if block else ():
         arrays.setdefault(decl.name, NULL)  # an absent optional input reads as null
     for name, (info, value) in instance.constants.items():
-        arrays[name] = _constant_array(info, value)
+        arrays[name] = constant_array(info, value)
     arrays.update(outputs)
     for formula in plan.formulas:
         fast = compile_formula(instance, formula, arrays, profile, _failure) \
@@ -118,9 +118,10 @@ def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnost
     return EngineDiagnostic(message, node.span, notes)
 
 
-def _constant_array(info: TensorInfo | tuple, value: Value) -> Any:
+def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
+    """A @constant's value as an array (a list of arrays for a pack of constants)."""
     if isinstance(info, tuple):
-        return [_constant_array(i, v) for i, v in zip(info, value)]
+        return [constant_array(i, v) for i, v in zip(info, value)]
     dtype = NUMPY_DTYPES[info.dtype]
     shape = tuple(info.shape or ())
     if isinstance(value, tuple):
