@@ -239,10 +239,8 @@ class Evaluator:
                                 initial)
 
     def reduce(self, node: ast.Node, op: str, pack: tuple, initial: Value) -> Value:
-        result = initial
-        for value in pack:
-            result = self.numeric(node, semantics.binary, op, result, value)
-        return result
+        return _reduce(lambda o, a, b: self.numeric(node, semantics.binary, o, a, b), op, pack,
+                       initial)
 
     def eval_select(self, node: ast.Select) -> Value:
         """§2.4 select. A single condition evaluates only the taken branch, so a null in the
@@ -272,37 +270,8 @@ class Evaluator:
         pack = self.eval(node.operand)
         if pack is NULL:
             return NULL
-        op, base = node.op, self.item_base(node.operand)
-        if node.cumulative:
-            return self.cumulative(node, op, pack)
-        if op in ("+", "*", "&&", "||"):
-            identity = {"+": 0, "*": 1, "&&": True, "||": False}[op]
-            if base == "real":
-                identity = float(identity)
-            return self.reduce(node, op, pack, identity)
-        if op in ("<<", ">>"):
-            if not pack:
-                return NULL  # §2.4: min/max of an empty pack is null
-            return self.reduce(node, op, pack[1:], pack[0])
-        if op in ("<", "<=", ">", ">=", "=="):
-            return all(self.numeric(node, semantics.binary, op, a, b)
-                       for a, b in zip(pack, pack[1:]))
-        if op == "!=":
-            return all(not _identical(a, b) for i, a in enumerate(pack) for b in pack[i + 1:])
-        if op == ":=":
-            # Decision (docs/semantics.md): the uniform value exists iff the pack is non-empty
-            # and all its items are equal by value.
-            if pack and all(_identical(v, pack[0]) for v in pack):
-                return pack[0]
-            return NULL
-        raise self.fail(node, f"unknown fold '{op} ..'")
-
-    def cumulative(self, node: ast.Node, op: str, pack: tuple) -> tuple:
-        results: list[Value] = []
-        for value in pack:
-            results.append(value if not results else
-                           self.numeric(node, semantics.binary, op, results[-1], value))
-        return tuple(results)
+        return fold_pack(node.op, pack, node.cumulative, self.item_base(node.operand),
+                         lambda op, a, b: self.numeric(node, semantics.binary, op, a, b))
 
     # ------------------------------------------------------------------ indexing
 
@@ -393,6 +362,47 @@ class Evaluator:
         # Decision (docs/semantics.md): built-ins apply element-wise to packs, like operators.
         return self.elementwise(node, lambda v: self.numeric(node, semantics.builtin, name, v),
                                 value)
+
+
+def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,
+              binary: Callable[[str, Value, Value], Value]) -> Value:
+    """§2.4 Folding and Cumulative Folding of a non-null pack — THE fold rules, shared by the
+    compile-time evaluator and the @lower engines. `base` is the item type (for the empty sum
+    and product: 0.0 / 1.0 for reals); `binary(op, a, b)` applies a numeric operator."""
+    if cumulative:
+        results: list[Value] = []
+        for value in pack:
+            results.append(value if not results else binary(op, results[-1], value))
+        return tuple(results)
+    if op in ("+", "*", "&&", "||"):
+        identity = {"+": 0, "*": 1, "&&": True, "||": False}[op]
+        if base == "real":
+            identity = float(identity)
+        return _reduce(binary, op, pack, identity)
+    if op in ("<<", ">>"):
+        if not pack:
+            return NULL  # §2.4: min/max of an empty pack is null
+        return _reduce(binary, op, pack[1:], pack[0])
+    if op in ("<", "<=", ">", ">=", "=="):
+        # pairwise on consecutive items; an empty pack is sorted, and (decision) uniform
+        return all(binary(op, a, b) for a, b in zip(pack, pack[1:]))
+    if op == "!=":
+        return all(not _identical(a, b) for i, a in enumerate(pack) for b in pack[i + 1:])
+    if op == ":=":
+        # Decision (docs/semantics.md): the uniform value exists iff the pack is non-empty
+        # and all its items are equal by value.
+        if pack and all(_identical(v, pack[0]) for v in pack):
+            return pack[0]
+        return NULL
+    raise ValueError(f"unknown fold '{op} ..'")
+
+
+def _reduce(binary: Callable[[str, Value, Value], Value], op: str, pack: tuple,
+            initial: Value) -> Value:
+    result = initial
+    for value in pack:
+        result = binary(op, result, value)
+    return result
 
 
 def _identical(a: Value, b: Value) -> bool:

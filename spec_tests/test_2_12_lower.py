@@ -212,3 +212,32 @@ def test_data_dependent_indices() -> None:
     np.testing.assert_array_equal(run(text, {"data": data, "index": index})["y"], data[index])
     with pytest.raises(Diagnostic, match="out of range for 'data'"):
         run(text, {"data": data, "index": np.array([5])})
+
+
+@pytest.mark.parametrize("fold, expected", [
+    # §2.4 Folding inside a formula: the same rules as at compile time.
+    ("x[i, :] < ..", lambda row: bool(np.all(row[:-1] < row[1:]))),
+    ("x[i, :] >> ..", lambda row: float(row.max())),
+    ("(x[i, :] > 0.0) && ..", lambda row: bool(np.all(row > 0.0))),
+    ("(x[i, :] > 0.0) || ..", lambda row: bool(np.any(row > 0.0))),
+])
+def test_folds_in_formulas_follow_the_compile_time_rules(fold: str, expected) -> None:
+    kind = "bool" if any(op in fold for op in ("<", "&&", "||")) else "real"
+    text = (f"operator f {{ @input {{ x: real[n, m]; }} @output {{ y: {kind}[n]; }} "
+            f"@lower {{ y[i] = {fold}, i < n; }} }}")
+    x = np.array([[1.0, 2.0, 3.0], [3.0, -1.0, 2.0]])
+    out = run(text, {"x": x})["y"]
+    assert [out[i].item() for i in range(2)] == [expected(x[i]) for i in range(2)]
+
+
+def test_empty_real_sum_in_a_formula_is_real_zero() -> None:
+    text = ("operator f { @input { x: real[n, m]; } @output { y: real[n]; } "
+            "@lower { y[i] = x[i, :] + .., i < n; } }")
+    np.testing.assert_array_equal(run(text, {"x": np.zeros((2, 0))})["y"], np.zeros(2))
+
+
+def test_bounded_index_outside_an_index_is_a_diagnostic() -> None:
+    text = ("operator f { @input { x: real[n]; } @output { y: real[n]; } "
+            "@lower { y[i] = real(|i| + 1), i < n; } }")
+    with pytest.raises(Diagnostic, match="may only stand where a tensor is indexed"):
+        run(text, {"x": np.zeros(2)})

@@ -23,7 +23,7 @@ from ..instance import OperatorInstance, TensorInfo
 from ..syntax import ast
 from ..types import CASTS
 from ..binding import free_names
-from ..expr import evaluate
+from ..expr import evaluate, fold_pack
 from ..values import NULL, TensorValue, Value, format_literal
 from .codegen import compile_formula
 from .plan import Formula, LoweringPlan, plan_lowering
@@ -256,6 +256,9 @@ class FormulaRunner:
     # ------------------------------------------------------------------ expressions
 
     def numeric(self, node: ast.Node, function: Callable, *args: Value) -> Value:
+        if any(isinstance(a, _Guarded) for a in args):
+            raise self.fail(node, "a bounded index |e| is not a number: it may only stand "
+                                  "where a tensor is indexed")
         try:
             return function(*args, self.profile)
         except semantics.NumericError as error:
@@ -423,22 +426,30 @@ class FormulaRunner:
         raise self.fail(node, f"'.{node.name}' needs a declared name")
 
     def compile_fold(self, node: ast.Fold) -> Compiled:
+        """Folds use the compile-time evaluator's rules (`expr.fold_pack`)."""
         operand = self.compile(node.operand)
-        op = node.op
+        base = self.item_kind(node.operand)
+
+        def binary(op: str, a: Value, b: Value) -> Value:
+            return self.numeric(node, semantics.binary, op, a, b)
 
         def fold(frame: Frame) -> Value:
             pack = operand(frame)
             if pack is NULL:
                 return NULL
-            if op in ("+", "*") and not pack:
-                return 0 if op == "+" else 1
-            result = pack[0] if pack else NULL
-            results = [result]
-            for value in pack[1:]:
-                result = self.numeric(node, semantics.binary, op, result, value)
-                results.append(result)
-            return tuple(results) if node.cumulative else result
+            if not isinstance(pack, tuple):
+                raise self.fail(node, "a fold needs a pack", frame)
+            return fold_pack(node.op, pack, node.cumulative, base, binary)
         return fold
+
+    def item_kind(self, node: ast.Expr) -> str:
+        """The item type of a pack expression where it is evident: a tensor access (`x[i, :]`)
+        or a compile-time pack; 'any' otherwise (then an empty sum is the int 0)."""
+        if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name):
+            array = self.arrays.get(node.base.name)
+            if isinstance(array, np.ndarray):
+                return _dtype_of(array)
+        return "any"
 
     # ------------------------------------------------------------------ tensor access
 
