@@ -237,17 +237,14 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _array_kind(array) -> str | None:
-    kind = array.dtype.kind
-    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(kind)
-
-
 def _canonical(name: str, array):
     """An input array in refinterp's representation: real → float64, int → int64, bool."""
     import numpy as np
 
-    kind = _array_kind(array)
-    if kind is None:
+    from .compose import kind_of
+
+    kind = kind_of(array)
+    if kind == "?":
         raise Diagnostic(f"input '{name}' has dtype {array.dtype}, which is not a real, int or "
                          f"bool array")
     return array.astype({"real": np.float64, "int": np.int64, "bool": np.bool_}[kind])
@@ -317,8 +314,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     import numpy as np
 
     from . import semantics
-    from .compose import Executor
-    from .instance import Invocation, TensorInfo
+    from .compose import Executor, kind_of, tensor_info
+    from .instance import Invocation
 
     profile = semantics.PROFILES[args.profile]
     program = Loader(args.path).load(args.file)
@@ -329,12 +326,7 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         name, value = parse_attribute(text, profile)
         invocation.attributes[name] = value
 
-    def info(array) -> TensorInfo | tuple:
-        if isinstance(array, list):
-            return tuple(info(a) for a in array)
-        return TensorInfo(_array_kind(array) or "?", tuple(array.shape))
-
-    invocation.inputs = {name: info(array) for name, array in arrays.items()}
+    invocation.inputs = {name: tensor_info(array) for name, array in arrays.items()}
     outputs = Executor(program, profile).run(definition, program.main, invocation, arrays)
     flat: dict[str, object] = {}
     for name, value in outputs.items():
@@ -343,15 +335,11 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         else:
             flat[name] = value
     out.table(["output", "dtype", "shape", "min", "max", "mean"],
-              [[name, _dtype_name(a), str(list(a.shape)), *_stats(a)] for name, a in
+              [[name, kind_of(a), str(list(a.shape)), *_stats(a)] for name, a in
                flat.items()])
     if args.output:
         np.savez(args.output, **flat)
     return EXIT_OK
-
-
-def _dtype_name(array) -> str:
-    return {"f": "real", "i": "int", "b": "bool"}.get(array.dtype.kind, str(array.dtype))
 
 
 def _stats(array) -> list[str]:
