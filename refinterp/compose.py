@@ -11,7 +11,7 @@ bool tensor condition, and loops. Labels/scopes, variables and @update come next
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,9 @@ from . import semantics
 from .diagnostics import Diagnostic, Frame
 from .expr import Environment, evaluate
 from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
-from .lower.scalar import constant_array, run_lowering
+from .intrinsics import lookup as lookup_intrinsic
+from .lower.engines import DEFAULT_ENGINE, ENGINES, Engine
+from .lower.scalar import constant_array
 from .modules import LoadedModule, Program
 from .syntax import ast
 from .values import NULL, TensorValue
@@ -27,8 +29,6 @@ from .values import NULL, TensorValue
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
 DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
-Intrinsic = Callable[[OperatorInstance, dict[str, Any]], dict[str, Any]]
-INTRINSICS: dict[str, Intrinsic] = {}
 
 
 class ComposeDiagnostic(Diagnostic):
@@ -69,8 +69,10 @@ class Executor:
     """Runs operators of a loaded program."""
 
     def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
-                 max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS) -> None:
+                 max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
+                 engine: Engine = ENGINES[DEFAULT_ENGINE]) -> None:
         self.program = program
+        self.engine = engine
         self.profile = profile
         self.max_depth = max_depth
         self.max_iterations = max_iterations
@@ -81,11 +83,11 @@ class Executor:
         """Instantiate and run `definition`; return its outputs by name."""
         instance = instantiate(definition, invocation)
         if definition.block("lower") is not None:
-            return run_lowering(instance, inputs, self.profile)
+            return self.engine(instance, inputs, self.profile)
         if definition.block("compose") is not None:
             return self.compose(instance, module, inputs)
         qualified = f"{module.name}.{definition.name}"
-        intrinsic = INTRINSICS.get(qualified)
+        intrinsic = lookup_intrinsic(qualified)
         if intrinsic is None:
             raise ComposeDiagnostic(f"operator '{qualified}' has no @lower or @compose block and "
                                     f"no intrinsic implementation", definition.span)

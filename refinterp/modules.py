@@ -3,7 +3,7 @@
 `import a.b;` in file F is looked up, in this order, as
   1. F's folder:           a/b.sknd, then a/b.nnef
   2. each --path folder:   DIR/a/b.sknd, DIR/a/b.nnef
-  3. the bundled stdlib:   refinterp/stdlib/a/b.sknd, ...
+  3. the standard library: refinterp/stdlib/a/b.sknd, ... (or the --stdlib folder instead)
 A model folder stands for its main.sknd (or main.nnef). Every module is parsed once, however often
 it is imported; an import cycle or a missing module is a diagnostic that says where it looked.
 """
@@ -72,8 +72,12 @@ def read_source(path: Path) -> SourceFile:
 class Loader:
     """Loads modules with a search path; shares parsed modules between imports."""
 
-    def __init__(self, search_path: list[str | Path] | None = None) -> None:
+    def __init__(self, search_path: list[str | Path] | None = None,
+                 stdlib: str | Path | None = None) -> None:
         self.search_path = [Path(p) for p in (search_path or [])]
+        self.stdlib = Path(stdlib) if stdlib is not None else STDLIB_DIR
+        if not self.stdlib.is_dir():
+            raise ModuleDiagnostic(f"--stdlib '{self.stdlib}' is not a folder")
         self._by_path: dict[Path, LoadedModule] = {}
 
     def load(self, path: str | Path) -> Program:
@@ -87,7 +91,7 @@ class Loader:
     def candidates(self, importer: Path, module: tuple[str, ...]) -> list[Path]:
         """Every file that `import a.b` in `importer` may refer to, in lookup order."""
         relative = Path(*module)
-        folders = [importer.parent, *self.search_path, STDLIB_DIR]
+        folders = [importer.parent, *self.search_path, self.stdlib]
         return [folder / relative.with_suffix(ext) for folder in folders for ext in EXTENSIONS]
 
     def _load_file(self, path: Path, name: str, stack: list[Path],

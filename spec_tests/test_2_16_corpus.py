@@ -40,12 +40,6 @@ def test_module_b_imports_module_a_from_its_folder() -> None:
     assert program.main.imports["A"].path == CORPUS / "A.sknd"
 
 
-def test_stdlib_is_generated_from_the_current_corpus() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build_stdlib.py"), "--check"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_cli_parses_the_whole_corpus_in_one_call() -> None:
     result = subprocess.run([sys.executable, "-m", "refinterp", "parse", *map(str, FILES)],
                             capture_output=True, text=True)

@@ -1,0 +1,31 @@
+"""The Python API used by tests and tools (refinterp.api)."""
+
+import numpy as np
+import pytest
+
+from refinterp.api import run_operator
+from refinterp.diagnostics import Diagnostic
+from refinterp.intrinsics import intrinsic, lookup
+
+
+def test_run_operator_runs_a_standard_operator() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    y = np.full((2, 3), 0.5)
+    assert np.array_equal(run_operator("math.add", {"x": x, "y": y})["z"], x + y)
+
+
+def test_run_operator_reports_an_unknown_operator_as_a_diagnostic() -> None:
+    with pytest.raises(Diagnostic, match="no operator 'nope'"):
+        run_operator("math.nope", {})
+
+
+def test_intrinsics_are_looked_up_by_qualified_name() -> None:
+    assert lookup("test.never_registered") is None
+
+    @intrinsic("test.api_identity")
+    def identity(instance, inputs):  # pragma: no cover - only registered
+        return {"y": inputs["x"]}
+
+    assert lookup("test.api_identity") is identity
+    with pytest.raises(ValueError):
+        intrinsic("test.api_identity")(identity)
