@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import semantics
+from .arrays import canonical
 from .compose import Executor, tensor_info
 from .diagnostics import Diagnostic
 from .instance import Invocation
@@ -27,18 +28,10 @@ _PROGRAMS: dict[tuple[str, str | None], Program] = {}
 
 
 def _canonical(array: Any) -> Any:
-    """real → float64, int → int64, bool stays; a list (pack) item by item."""
+    """An input in refinterp's representation; a list (pack) item by item."""
     if isinstance(array, (list, tuple)):
         return [_canonical(a) for a in array]
-    array = np.asarray(array)
-    kind = array.dtype.kind
-    if kind == "f":
-        return array.astype(np.float64)
-    if kind in "iu":
-        return array.astype(np.int64)
-    if kind == "b":
-        return array
-    raise TypeError(f"arrays must be real, int or bool; got {array.dtype}")
+    return canonical(array)
 
 
 def load_program(file: str | Path, stdlib: str | Path | None = None) -> Program:

@@ -239,15 +239,13 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
 
 def _canonical(name: str, array):
     """An input array in refinterp's representation: real → float64, int → int64, bool."""
-    import numpy as np
+    from .arrays import canonical
 
-    from .compose import kind_of
-
-    kind = kind_of(array)
-    if kind == "?":
+    try:
+        return canonical(array)
+    except TypeError:
         raise Diagnostic(f"input '{name}' has dtype {array.dtype}, which is not a real, int or "
-                         f"bool array")
-    return array.astype({"real": np.float64, "int": np.int64, "bool": np.bool_}[kind])
+                         f"bool array") from None
 
 
 def load_eval_inputs(args: argparse.Namespace, profile) -> dict:

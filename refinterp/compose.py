@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import semantics
+from .arrays import NUMPY_DTYPES as DTYPES, kind_of
 from .diagnostics import Diagnostic, Frame
 from .expr import Environment, evaluate
 from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
@@ -28,15 +29,10 @@ from .values import NULL, TensorValue
 
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
-DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 
 
 class ComposeDiagnostic(Diagnostic):
     """A composition cannot run (unknown operator, wrong arguments, unsupported construct...)."""
-
-
-def kind_of(array: Any) -> str:
-    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(array.dtype.kind, "?")
 
 
 def tensor_info(value: Any) -> TensorInfo | tuple:

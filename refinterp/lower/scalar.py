@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import semantics
+from ..arrays import NUMPY_DTYPES
 from ..diagnostics import Diagnostic
 from ..instance import OperatorInstance, TensorInfo
 from ..syntax import ast
@@ -29,7 +30,6 @@ from .codegen import compile_formula
 from .plan import Formula, LoweringPlan, plan_lowering
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
 
 Frame = dict[str, Any]

@@ -1,0 +1,163 @@
+"""Values of @variable tensors (spec §2.7, §2.11): where they come from and where updates go.
+
+A variable is known by its scoped name (spec §2.10 "Labelling operator invocations"): the dotted
+path of the module, the graph and the labels of the invocations leading to the operator that
+declares it, then the variable's name — e.g. `main.AlexNet.kernel1`, or `main.G.conv1.filter` for
+the variable `filter` of the invocation labelled `conv1` in graph `G` of module `main`.
+
+Sources, first match wins:
+  1. `--params PARAMS.npz` (or a folder of `.dat` files): keyed by the full scoped name or by the
+     name relative to the graph (`filter`, `conv1.filter`);
+  2. the model folder: `<scoped name>.dat` NNEF tensor files (full or graph-relative name);
+  3. `--random-params`: a random value, reproducible from the seed and the scoped name.
+A variable found nowhere, or found with another type or shape, is a diagnostic listing what is
+expected. Values written by @update replace the stored ones for the rest of the run and are what
+`write` saves.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .arrays import NUMPY_DTYPES as DTYPES, kind_of
+from .diagnostics import Diagnostic
+from .instance import TensorInfo
+from .source import Span
+from .tensorfile import read_tensor, write_tensor
+
+
+
+class ParameterDiagnostic(Diagnostic):
+    """A variable's value is missing, mis-typed or mis-shaped, or cannot be saved."""
+
+
+def random_value(name: str, info: TensorInfo, seed: int) -> np.ndarray:
+    """A reproducible random value for variable `name`: real N(0, 1) scaled by 1/sqrt of the
+    volume of all but the first dimension (so deep graphs stay finite), int in [0, 10), bool
+    with probability 1/2. The generator is seeded by (seed, crc32 of the name), so a variable's
+    value does not depend on which other variables exist."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    shape = tuple(info.shape or ())
+    if info.dtype == "real":
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        return rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))
+    if info.dtype == "int":
+        return rng.integers(0, 10, shape, dtype=np.int64)
+    return rng.random(shape) < 0.5
+
+
+@dataclass
+class ParameterStore:
+    """Looks up and records variable values by scoped name."""
+
+    graph: str = ""                       # the scoped name of the graph, e.g. "main.G"
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)   # --params
+    folder: Path | None = None            # the model folder with <scoped name>.dat files
+    random: bool = False
+    seed: int = 0
+    loaded: dict[str, np.ndarray] = field(default_factory=dict)
+    updated: dict[str, np.ndarray] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    def candidates(self, scoped: str) -> list[str]:
+        """The keys a variable may be stored under: its full scoped name, then relative to the
+        graph."""
+        names = [scoped]
+        prefix = self.graph + "."
+        if self.graph and scoped.startswith(prefix):
+            names.append(scoped[len(prefix):])
+        return names
+
+    def load(self, scoped: str, info: TensorInfo, span: Span | None = None) -> np.ndarray:
+        """The current value of variable `scoped`, checked against its declared type/shape."""
+        if scoped in self.loaded:
+            return self.loaded[scoped]
+        value, origin = self._find(scoped, info)
+        if value is None:
+            raise ParameterDiagnostic(
+                f"no value for variable '{scoped}' ({_describe(info)})", span,
+                [f"expected: {' or '.join(repr(n) for n in self.candidates(scoped))} in "
+                 f"--params, or the file {scoped}.dat in "
+                 f"{self.folder if self.folder else 'the model folder'}",
+                 "or pass --random-params to use random values"])
+        self._check(scoped, info, value, origin, span)
+        value = value.astype(DTYPES[info.dtype])
+        self.loaded[scoped] = value
+        return value
+
+    def _find(self, scoped: str, info: TensorInfo) -> tuple[np.ndarray | None, str]:
+        for name in self.candidates(scoped):
+            if name in self.arrays:
+                self.used.add(name)
+                return self.arrays[name], f"--params entry '{name}'"
+        if self.folder is not None:
+            for name in self.candidates(scoped):
+                path = self.folder / f"{name}.dat"
+                if path.is_file():
+                    return read_tensor(path), f"'{path}'"
+        if self.random:
+            return random_value(scoped, info, self.seed), "random"
+        return None, ""
+
+    @staticmethod
+    def _check(scoped: str, info: TensorInfo, value: np.ndarray, origin: str,
+               span: Span | None) -> None:
+        kind = kind_of(value)
+        shape = tuple(value.shape)
+        declared = tuple(info.shape or ())
+        shape_ok = len(shape) == len(declared) and all(
+            d is None or d == s for d, s in zip(declared, shape))
+        if kind != info.dtype or not shape_ok:
+            raise ParameterDiagnostic(
+                f"variable '{scoped}' is declared {_describe(info)} but {origin} holds "
+                f"{kind}{list(shape)}", span)
+
+    def update(self, scoped: str, value: np.ndarray) -> None:
+        """Record the value @update assigned to variable `scoped`."""
+        self.loaded[scoped] = value
+        self.updated[scoped] = value
+
+    def unused(self) -> list[str]:
+        """--params entries no variable asked for (likely misspelt names)."""
+        return sorted(set(self.arrays) - self.used)
+
+    def write(self, destination: str | Path) -> None:
+        """Save the updated variables: an `.npz` file keyed by scoped name, or a folder of
+        `<scoped name>.dat` files."""
+        destination = Path(destination)
+        if destination.suffix == ".npz":
+            try:
+                np.savez(destination, **self.updated)
+            except OSError as exc:
+                raise ParameterDiagnostic(f"cannot write '{destination}': "
+                                          f"{exc.strerror or exc}") from None
+            return
+        try:
+            destination.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ParameterDiagnostic(f"cannot create folder '{destination}': "
+                                      f"{exc.strerror or exc}") from None
+        for name, value in self.updated.items():
+            write_tensor(destination / f"{name}.dat", value)
+
+
+def load_params(path: str | Path) -> dict[str, np.ndarray]:
+    """Variables from `--params`: an `.npz` archive, or a folder of `.dat` files."""
+    path = Path(path)
+    if path.is_dir():
+        return {p.name[:-4]: read_tensor(p) for p in sorted(path.glob("*.dat"))}
+    try:
+        with np.load(path) as archive:
+            return {key: archive[key] for key in archive.files}
+    except (OSError, ValueError) as exc:
+        raise ParameterDiagnostic(f"cannot read --params '{path}': {exc}") from None
+
+
+def _describe(info: TensorInfo) -> str:
+    shape = ", ".join("~" if e is None else str(e) for e in info.shape or ())
+    return f"{info.dtype}[{shape}]"
