@@ -81,7 +81,7 @@ def cmd_parse(args: argparse.Namespace, out: Output) -> int:
     status = EXIT_OK
     for path in args.files:
         try:
-            program = Loader(args.path).load(path)
+            program = Loader(args.path, args.stdlib).load(path)
         except Diagnostic as diag:
             out.diagnostic(diag)
             status = EXIT_DIAGNOSTIC
@@ -199,14 +199,22 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     from .values import to_json_data
 
     profile = semantics.PROFILES[args.profile]
-    program = Loader(args.path).load(args.file)
+    program = Loader(args.path, args.stdlib).load(args.file)
     definition = select_operator(program, args.op)
     invocation = Invocation(generics=tuple(args.generic), profile=profile)
     for text in args.attrib:
         name, value = parse_attribute(text, profile)
         invocation.attributes[name] = value
     invocation.inputs.update(parse_inputs(args.input))
+    if definition.is_graph:
+        for name, info in declared_graph_inputs(definition, invocation).items():
+            invocation.inputs.setdefault(name, info)
     instance = instantiate(definition, invocation)
+    entries = []
+    if args.quant:
+        from .quantize import quantization
+
+        entries = quantization(instance, program.main, profile)
 
     def describe(info) -> object:
         if isinstance(info, tuple):
@@ -218,6 +226,8 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
         if args.symbols:
             data["symbols"] = {n: to_json_data(v) for n, v in instance.symbols.items()
                                if not n.startswith("<")}
+        if args.quant:
+            data["quantization"] = [entry.as_json() for entry in entries]
         out.result(json.dumps(data))
         return EXIT_OK
     for name, info in instance.outputs.items():
@@ -234,7 +244,62 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
 
         for name, value in instance.symbols.items():
             out.result(f"  {name} = {format_literal(value)}")
+    if args.quant:
+        from .values import format_literal
+
+        out.result("quantization:" if entries else "quantization: none")
+        for entry in entries:
+            attributes = ", ".join(f"{k} = {format_literal(v)}"
+                                   for k, v in entry.attributes.items())
+            target = "" if entry.info is None else f", {_describe_info(entry.info)}"
+            out.result(f"  {entry.tensor} ({entry.kind}{target}): {entry.operator}"
+                       f"{{{attributes}}}")
     return EXIT_OK
+
+
+def _describe_info(info) -> str:
+    """`real[2, 3]`, a pack as `[real[2], real[3]]`."""
+    if isinstance(info, tuple):
+        return "[" + ", ".join(_describe_info(i) for i in info) + "]"
+    return f"{info.dtype}[{', '.join('~' if e is None else str(e) for e in info.shape or ())}]"
+
+
+def declared_graph_inputs(definition, invocation) -> dict:
+    """The inputs of a graph whose declared shapes are fixed by literals and attributes (given
+    or constant defaults), e.g. `real[batch, 3, 224, 224]`: `shapes` needs no --input for
+    them."""
+    from .expr import Environment, evaluate
+    from .instance import TensorInfo
+    from .syntax import ast
+
+    values = dict(invocation.attributes)
+    attributes = definition.block("attrib")
+    for decl in attributes.entries if attributes else ():
+        if decl.name not in values and decl.default is not None:
+            try:
+                values[decl.name] = evaluate(decl.default, Environment(dict(values)))
+            except Diagnostic:
+                pass
+    env = Environment(values, profile=invocation.profile)
+    found = {}
+    inputs = definition.block("input")
+    for decl in inputs.entries if inputs else ():
+        spec = decl.type
+        if spec.shape is None or spec.pack is not None or spec.optional or \
+                spec.name not in ("real", "int", "bool"):
+            continue
+        shape: list[int] = []
+        try:
+            for extent in spec.shape:
+                if extent.pack is not None or isinstance(extent.value, ast.Placeholder):
+                    raise Diagnostic("not fixed")
+                size = evaluate(extent.value, env)
+                shape.extend(size if isinstance(size, tuple) else (size,))
+        except Diagnostic:
+            continue
+        if all(isinstance(e, int) and not isinstance(e, bool) for e in shape):
+            found[decl.name] = TensorInfo(spec.name, tuple(shape))
+    return found
 
 
 def _canonical(name: str, array):
@@ -314,10 +379,15 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     from . import semantics
     from .compose import Executor, kind_of, tensor_info
     from .instance import Invocation
+    from .params import ParameterStore, load_params
 
     profile = semantics.PROFILES[args.profile]
-    program = Loader(args.path).load(args.file)
+    program = Loader(args.path, args.stdlib).load(args.file)
     definition = select_operator(program, args.op)
+    params = ParameterStore(
+        graph=f"{program.main.name}.{definition.name}",
+        arrays=load_params(args.params) if args.params else {},
+        folder=program.main.path.parent, random=args.random_params, seed=args.seed)
     arrays = load_eval_inputs(args, profile)
     invocation = Invocation(generics=tuple(args.generic), profile=profile)
     for text in args.attrib:
@@ -325,7 +395,16 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         invocation.attributes[name] = value
 
     invocation.inputs = {name: tensor_info(array) for name, array in arrays.items()}
-    outputs = Executor(program, profile).run(definition, program.main, invocation, arrays)
+    if args.max_iterations < 1 or args.max_depth < 1:
+        raise Diagnostic("--max-iterations and --max-depth must be at least 1")
+    executor = Executor(program, profile, max_depth=args.max_depth,
+                        max_iterations=args.max_iterations, params=params)
+    outputs = executor.run(definition, program.main, invocation, arrays)
+    for name in params.unused():
+        out.diagnostic(Diagnostic(f"--params entry '{name}' is not a variable of "
+                                  f"'{definition.name}'", severity="warning"))
+    if args.write_params:
+        params.write(args.write_params)
     flat: dict[str, object] = {}
     for name, value in outputs.items():
         if isinstance(value, list):
@@ -354,22 +433,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks of internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--stdlib", metavar="DIR",
+                        help="a folder of standard modules replacing the bundled ones "
+                             "(e.g. the Khronos stdlib)")
 
     parse_cmd = commands.add_parser(
-        "parse", help="parse files (and their imports) and summarise them")
+        "parse", parents=[common], help="parse files (and their imports) and summarise them")
     parse_cmd.add_argument("files", nargs="+", metavar="FILE",
                            help="a .sknd file or a model folder with main.sknd")
     parse_cmd.add_argument("--path", action="append", default=[], metavar="DIR",
                            help="an extra folder to search for imported modules")
     parse_cmd.set_defaults(run=cmd_parse)
 
-    fmt_cmd = commands.add_parser("fmt", help="print a file in canonical form")
+    fmt_cmd = commands.add_parser("fmt", parents=[common], help="print a file in canonical form")
     fmt_cmd.add_argument("file", metavar="FILE")
     fmt_cmd.add_argument("-i", "--in-place", action="store_true",
                          help="rewrite the file instead of printing it")
     fmt_cmd.set_defaults(run=cmd_fmt)
 
-    expr_cmd = commands.add_parser("expr", help="evaluate a compile-time expression")
+    expr_cmd = commands.add_parser("expr", parents=[common], help="evaluate a compile-time expression")
     expr_cmd.add_argument("expression", metavar="EXPR",
                           help="the expression (write `--` before one that starts with '-')")
     expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
@@ -380,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     expr_cmd.set_defaults(run=cmd_expr)
 
     shapes_cmd = commands.add_parser(
-        "shapes", help="instantiate an operator: check it and print its output shapes")
+        "shapes", parents=[common], help="instantiate an operator: check it and print its output shapes")
     shapes_cmd.add_argument("file", metavar="FILE")
     shapes_cmd.add_argument("--op", metavar="NAME", help="the operator or graph to instantiate")
     shapes_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
@@ -392,9 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
     shapes_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
     shapes_cmd.add_argument("--json", action="store_true")
     shapes_cmd.add_argument("--symbols", action="store_true", help="also print bound symbols")
+    shapes_cmd.add_argument("--quant", action="store_true",
+                            help="also list the @quantize entries and the tensors they attach to")
     shapes_cmd.set_defaults(run=cmd_shapes)
 
-    eval_cmd = commands.add_parser("eval", help="evaluate an operator on input arrays")
+    eval_cmd = commands.add_parser("eval", parents=[common], help="evaluate an operator on input arrays")
     eval_cmd.add_argument("file", metavar="FILE|DIR")
     eval_cmd.add_argument("--op", metavar="NAME")
     eval_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
@@ -408,6 +493,17 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("-o", "--output", metavar="OUT.npz")
     eval_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
     eval_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
+    eval_cmd.add_argument("--params", metavar="PARAMS.npz|DIR",
+                          help="variable values by scoped name (main.G.conv1.filter) or by name "
+                               "relative to the graph (conv1.filter); or a folder of .dat files")
+    eval_cmd.add_argument("--random-params", action="store_true",
+                          help="random values for variables found nowhere else (see --seed)")
+    eval_cmd.add_argument("--write-params", metavar="DIR|FILE.npz",
+                          help="save the variables @update assigned (.dat files or an .npz)")
+    eval_cmd.add_argument("--max-iterations", type=int, default=1_000_000, metavar="N",
+                          help="the most iterations a loop may run (default 1000000)")
+    eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",
+                          help="the deepest nesting of operator invocations (default 256)")
     eval_cmd.set_defaults(run=cmd_eval)
     return parser
 

@@ -24,6 +24,7 @@ from .intrinsics import lookup as lookup_intrinsic
 from .lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from .lower.scalar import constant_array
 from .modules import LoadedModule, Program
+from .params import ParameterStore
 from .syntax import ast
 from .values import NULL, TensorValue
 
@@ -42,16 +43,30 @@ def tensor_info(value: Any) -> TensorInfo | tuple:
     return TensorInfo(kind_of(value), tuple(value.shape))
 
 
+ScopePath = tuple[str, ...]
+
+
 @dataclass
 class Scope:
-    """Tensors visible in a @compose block (packs as lists), and the instance's symbols."""
+    """Tensors visible in a @compose / @update block (packs as lists), the instance's symbols,
+    and the name scope (spec §2.10 "Labelling operator invocations"): `path` is the dotted scoped
+    name of the operator instance or labelled block (None when it has no name), `propagate`
+    says that the single component of the block inherits the path (auto-label rule 1), and
+    `block` is "compose" or "update" (what may be assigned, §2.11); `nested` is true inside
+    regions and loop bodies, whose names shadow the outer ones."""
 
     instance: OperatorInstance
     module: LoadedModule
     tensors: dict[str, Any] = field(default_factory=dict)
+    path: ScopePath | None = None
+    propagate: bool = False
+    block: str = "compose"
+    nested: bool = False
 
-    def child(self) -> "Scope":
-        return Scope(self.instance, self.module, dict(self.tensors))
+    def child(self, path: ScopePath | None = None) -> "Scope":
+        """A nested scope (a region or loop body): same tensors, own assignments."""
+        return Scope(self.instance, self.module, dict(self.tensors),
+                     self.path if path is None else path, False, self.block, True)
 
     def environment(self, profile: semantics.Profile) -> Environment:
         env = self.instance.environment(profile)
@@ -66,9 +81,11 @@ class Executor:
 
     def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
                  max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
-                 engine: Engine = ENGINES[DEFAULT_ENGINE]) -> None:
+                 engine: Engine = ENGINES[DEFAULT_ENGINE],
+                 params: ParameterStore | None = None) -> None:
         self.program = program
         self.engine = engine
+        self.params = params if params is not None else ParameterStore()
         self.profile = profile
         self.max_depth = max_depth
         self.max_iterations = max_iterations
@@ -76,12 +93,21 @@ class Executor:
 
     def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
             inputs: dict[str, Any]) -> dict[str, Any]:
-        """Instantiate and run `definition`; return its outputs by name."""
+        """Instantiate and run `definition` as the root of a run (its scoped name is
+        `module.operator`, e.g. `main.G`); return its outputs by name."""
+        return self.run_instance(definition, module, invocation, inputs,
+                                 (module.name, definition.name))
+
+    def run_instance(self, definition: ast.OperatorDef, module: LoadedModule,
+                     invocation: Invocation, inputs: dict[str, Any],
+                     path: ScopePath | None) -> dict[str, Any]:
+        """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
         instance = instantiate(definition, invocation)
         if definition.block("lower") is not None:
-            return self.engine(instance, inputs, self.profile)
+            arrays = {**inputs, **self.variables(instance, path)}
+            return self.engine(instance, arrays, self.profile)
         if definition.block("compose") is not None:
-            return self.compose(instance, module, inputs)
+            return self.compose(instance, module, inputs, path)
         qualified = f"{module.name}.{definition.name}"
         intrinsic = lookup_intrinsic(qualified)
         if intrinsic is None:
@@ -92,14 +118,18 @@ class Executor:
     # ------------------------------------------------------------------ @compose
 
     def compose(self, instance: OperatorInstance, module: LoadedModule,
-                inputs: dict[str, Any]) -> dict[str, Any]:
-        scope = Scope(instance, module, dict(inputs))
+                inputs: dict[str, Any], path: ScopePath | None) -> dict[str, Any]:
+        """Run the @compose block, then the @update block (§2.11)."""
+        block = instance.definition.block("compose")
+        scope = Scope(instance, module, dict(inputs), path)
         for name, (info, value) in instance.constants.items():
             scope.tensors[name] = constant_array(info, value)
-        if instance.variables:
-            raise ComposeDiagnostic("@variable tensors are not supported yet (issue 6)",
-                                    instance.definition.block("variable").span)
-        for component in instance.definition.block("compose").entries:
+        variables = self.variables(instance, path)
+        scope.tensors.update(variables)
+        # auto-label rule 1: a lone component without local tensors keeps the operator's scope
+        scope.propagate = len(block.entries) == 1 and not instance.constants and \
+            not instance.variables
+        for component in block.entries:
             self.component(component, scope)
         outputs = {}
         for name, info in instance.outputs.items():
@@ -107,11 +137,61 @@ class Executor:
                 raise ComposeDiagnostic(f"the @compose block never assigns output '{name}'",
                                         instance.definition.block("compose").span)
             outputs[name] = self.check_output(name, info, scope.tensors[name], instance)
+        self.update(instance, scope, variables, path)
         return outputs
 
+    # ------------------------------------------------------------------ variables
+
+    def variables(self, instance: OperatorInstance, path: ScopePath | None) -> dict[str, Any]:
+        """The values of the instance's @variable tensors, by their scoped names (a pack
+        variable `ws` as `ws.0`, `ws.1`, ...)."""
+        if not instance.variables:
+            return {}
+        block = instance.definition.block("variable")
+        if path is None:
+            raise ComposeDiagnostic(
+                f"the variables of '{instance.definition.name}' have no scoped name: the "
+                f"invocation has no label", block.span,
+                ["auto-labels (spec §2.10) only name an invocation that is the single "
+                 "right-hand side of a one-result component; write `label: op(...)`"])
+        values: dict[str, Any] = {}
+        for decl in block.entries:
+            info = instance.variables[decl.name]
+            scoped = ".".join((*path, decl.name))
+            if isinstance(info, tuple):
+                values[decl.name] = [self.params.load(f"{scoped}.{i}", item, decl.span)
+                                     for i, item in enumerate(info)]
+            else:
+                values[decl.name] = self.params.load(scoped, info, decl.span)
+        return values
+
+    def update(self, instance: OperatorInstance, scope: Scope, variables: dict[str, Any],
+               path: ScopePath | None) -> None:
+        """§2.11: the @update block runs after @compose (seeing its intermediate tensors) and
+        may assign the variables; their new values must keep the declared types and shapes."""
+        block = instance.definition.block("update")
+        if block is None:
+            return
+        inner = Scope(scope.instance, scope.module, dict(scope.tensors), path, block="update")
+        for component in block.entries:
+            self.component(component, inner)
+        for name, old in variables.items():
+            new = inner.tensors[name]
+            if new is old:
+                continue
+            declared = instance.variables[name]
+            self.check_output(name, declared, new, instance, what="variable")
+            scoped = ".".join((*(path or ()), name))
+            if isinstance(new, list):
+                for i, item in enumerate(new):
+                    self.params.update(f"{scoped}.{i}", item)
+            else:
+                self.params.update(scoped, new)
+
     def check_output(self, name: str, declared: TensorInfo | tuple, value: Any,
-                     instance: OperatorInstance) -> Any:
-        """§2.10: the composed outputs must have the declared types and shapes."""
+                     instance: OperatorInstance, what: str = "output") -> Any:
+        """§2.10: composed outputs (and updated variables) must have the declared types and
+        shapes; a dynamic extent must stay within its bound (§2.6)."""
         actual = tensor_info(value)
         declared_items = declared if isinstance(declared, tuple) else (declared,)
         actual_items = actual if isinstance(actual, tuple) else (actual,)
@@ -122,13 +202,68 @@ class Executor:
             for d, a in zip(declared_items, actual_items))
         if mismatch:
             raise ComposeDiagnostic(
-                f"output '{name}' is composed as {_describe(actual)} but declared "
-                f"{_describe(declared)}", instance.definition.span)
+                f"{what} '{name}' is {'composed' if what == 'output' else 'updated'} as "
+                f"{_describe(actual)} but declared {_describe(declared)}",
+                instance.definition.span)
+        for d, a in zip(declared_items, actual_items):
+            for axis, (bound, extent) in enumerate(zip(d.bounds, a.shape or ())):
+                if bound is not None and extent > bound:
+                    raise ComposeDiagnostic(
+                        f"{what} '{name}' has extent {extent} in dimension {axis}, above its "
+                        f"bound {bound}", instance.definition.span)
         return value
 
     def component(self, component: ast.Component, scope: Scope) -> None:
-        results = self.rhs(component.value, scope, len(component.targets))
+        results = self.rhs(component.value, scope, len(component.targets),
+                           self.component_path(component, scope))
         self.bind(component, component.targets, results, scope)
+
+    def component_path(self, component: ast.Component, scope: Scope) -> ScopePath | None:
+        """The scoped name of the invocation (or block) a component's right-hand side reduces
+        to, by the two auto-label rules of §2.10 (an explicit label is applied where the
+        invocation or block is run): rule 1, the lone component of an operator without local
+        tensors keeps the operator's scope; rule 2, a one-result component is labelled by its
+        result's name. Otherwise the invocation is unnamed (None)."""
+        if scope.path is None or not self.reduces_to_invocation(component.value, scope):
+            return None
+        if scope.propagate:
+            return scope.path
+        targets = component.targets
+        if len(targets) == 1 and isinstance(targets[0], ast.LName):
+            return (*scope.path, targets[0].name)
+        return None
+
+    def reduces_to_invocation(self, node: ast.Rhs, scope: Scope) -> bool:
+        """Whether a right-hand side is (or, choosing compile-time branches, reduces to) one
+        invocation whose arguments invoke nothing; a labelled or single-result block counts
+        too (§2.10.1: blocks are labelled like invocations)."""
+        if isinstance(node, ast.Region):
+            return True
+        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
+            return not any(self.invokes(arg, scope) for arg in node.args)
+        if isinstance(node, ast.Select) and not self.mentions_tensor(node.cond, scope):
+            flag = evaluate(node.cond, scope.environment(self.profile))
+            taken = node.then if flag is True else node.otherwise
+            return flag is not NULL and taken is not None and \
+                self.reduces_to_invocation(taken, scope)
+        if isinstance(node, ast.IfExpr):
+            for cond, then in node.branches:
+                if self.invokes(cond, scope) or self.mentions_tensor(cond, scope):
+                    return False
+                if evaluate(cond, scope.environment(self.profile)) is True:
+                    return self.reduces_to_invocation(then, scope)
+            return self.reduces_to_invocation(node.otherwise, scope)
+        return False
+
+    def invokes(self, node: object, scope: Scope) -> bool:
+        """Whether an expression contains an operator invocation."""
+        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
+            return True
+        if isinstance(node, ast.Node):
+            return any(self.invokes(v, scope) for v in vars(node).values())
+        if isinstance(node, tuple):
+            return any(self.invokes(v, scope) for v in node)
+        return False
 
     def bind(self, component: ast.Component, targets: tuple, results: list, scope: Scope
              ) -> None:
@@ -145,38 +280,92 @@ class Executor:
                 self.bind(component, target.items, value, scope)
                 continue
             if isinstance(target, ast.LName):
+                self.check_assignable(target, scope)
                 if target.pack is not None and target.pack.length is not None:
                     expected = evaluate(target.pack.length, scope.environment(self.profile))
                     if not isinstance(value, list) or len(value) != expected:
                         raise ComposeDiagnostic(f"'{target.name}' is declared as a pack of "
                                                 f"{expected} tensors", target.span)
+                if target.type is not None:
+                    self.check_typed_result(target, value, scope)
                 scope.tensors[target.name] = value
                 continue
             raise ComposeDiagnostic("unsupported target", target.span)
 
+    def check_assignable(self, target: ast.LName, scope: Scope) -> None:
+        """§2.11: in the operator's own blocks (not in nested blocks, whose names shadow),
+        variables are assigned only in @update and outputs only in @compose."""
+        instance = scope.instance
+        name = target.name
+        if scope.nested:
+            return
+        if name in instance.variables and scope.block != "update":
+            raise ComposeDiagnostic(f"variable '{name}' can only be assigned in the @update "
+                                    f"block (spec §2.11)", target.span)
+        if name in instance.outputs and scope.block == "update":
+            raise ComposeDiagnostic(f"output '{name}' can only be assigned in the @compose "
+                                    f"block (spec §2.11)", target.span)
+
+    def check_typed_result(self, target: ast.LName, value: Any, scope: Scope) -> None:
+        """A typed result `y: real[n] = ...` must have that type and shape (extents written
+        `~` are not checked)."""
+        spec = target.type
+        assert spec is not None
+        dtype = scope.instance.dtypes.get(spec.name, spec.name)
+        env = scope.environment(self.profile)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is NULL:
+                continue
+            if kind_of(item) != dtype:
+                raise ComposeDiagnostic(f"'{target.name}' is declared {dtype} but the result "
+                                        f"is {kind_of(item)}", target.span)
+            if spec.shape is None:
+                continue
+            shape: list[int | None] = []
+            for extent in spec.shape:
+                if isinstance(extent.value, ast.Placeholder):
+                    shape.append(None)
+                    continue
+                size = evaluate(extent.value, env)
+                shape.extend(size if isinstance(size, tuple) else (size,))
+            actual = list(item.shape)
+            if len(shape) != len(actual) or any(e is not None and e != a
+                                                for e, a in zip(shape, actual)):
+                raise ComposeDiagnostic(
+                    f"'{target.name}' is declared with shape "
+                    f"[{', '.join('~' if e is None else str(e) for e in shape)}] but the "
+                    f"result has shape {actual}", target.span)
+
     # ------------------------------------------------------------------ right-hand sides
 
-    def rhs(self, node: ast.Rhs, scope: Scope, expected: int) -> list[Any]:
-        """The results of a right-hand side (one per target)."""
+    def rhs(self, node: ast.Rhs, scope: Scope, expected: int,
+            path: ScopePath | None = None) -> list[Any]:
+        """The results of a right-hand side (one per target); `path` is the scoped name the
+        invocation or block it reduces to gets unless it has an explicit label."""
         if isinstance(node, ast.Call) and self.is_invocation(node, scope):
-            return self.invoke(node, scope)
+            return self.invoke(node, scope, path)
         if isinstance(node, ast.Region):
-            inner = scope.child()
+            if node.label is not None and scope.path is not None:
+                path = (*scope.path, node.label)
+            inner = scope.child(path)  # an unnamed block adds no scope component
             for component in node.components:
                 self.component(component, inner)
             return [self.tensor(y, inner) for y in node.yields]
         if isinstance(node, ast.IfExpr):
-            return self.branch(node, scope, expected)
+            return self.branch(node, scope, expected, path)
         if isinstance(node, ast.LoopExpr):
-            return self.loop(node, scope, expected)
-        return [self.tensor(node, scope)]
+            return self.loop(node, scope, expected, path)
+        return [self.tensor(node, scope, path)]
 
-    def loop(self, node: ast.LoopExpr, scope: Scope, expected: int) -> list[Any]:
+    def loop(self, node: ast.LoopExpr, scope: Scope, expected: int,
+             path: ScopePath | None = None) -> list[Any]:
         """§2.10.1 loops: carried values (`with`), scanned packs (`for`), a count `..(n)` /
         `..(i -> n)` (compile-time or a rank-0 int tensor), and `while` conditions before or
         after the body. The loop stops at the first of: count reached, scans exhausted,
         condition false. The body's first results update the carried values, the rest are
-        packed into scan outputs. `unroll` computes the same values."""
+        packed into scan outputs. `unroll` computes the same values. Every iteration's body
+        invocation has the same scoped name (`path`), so it shares its variables."""
         inner = scope.child()
         carried = [c.name for c in node.carried]
         for item in node.carried:
@@ -211,7 +400,7 @@ class Executor:
                 inner.tensors[node.count.index] = np.array(iteration, dtype=np.int64)
             if node.pre_condition is not None and not self.condition(node.pre_condition, inner):
                 break
-            results = self.rhs(node.body, inner.child(), len(carried))
+            results = self.rhs(node.body, inner.child(), len(carried), path)
             if len(results) < len(carried):
                 raise ComposeDiagnostic(f"the loop body gives {len(results)} results for "
                                         f"{len(carried)} carried values", node.body.span)
@@ -256,14 +445,15 @@ class Executor:
                                     node.count.span)
         return int(value.reshape(()))
 
-    def branch(self, node: ast.IfExpr, scope: Scope, expected: int) -> list[Any]:
+    def branch(self, node: ast.IfExpr, scope: Scope, expected: int,
+               path: ScopePath | None = None) -> list[Any]:
         """§2.10.1: only the taken branch runs; a condition is compile-time or a bool tensor of
         volume 1."""
         for cond, then in node.branches:
             flag = self.condition(cond, scope)
             if flag:
-                return self.rhs(then, scope, expected)
-        return self.rhs(node.otherwise, scope, expected)
+                return self.rhs(then, scope, expected, path)
+        return self.rhs(node.otherwise, scope, expected, path)
 
     def condition(self, cond: ast.Rhs, scope: Scope) -> bool:
         if isinstance(cond, ast.Expr) and not isinstance(cond, ast.Call) and \
@@ -282,7 +472,7 @@ class Executor:
         """Whether the expression uses a tensor's value (`x.shape`/`x.rank` do not)."""
         return bool(_value_names(node) & set(scope.tensors))
 
-    def tensor(self, node: ast.Expr, scope: Scope) -> Any:
+    def tensor(self, node: ast.Expr, scope: Scope, path: ScopePath | None = None) -> Any:
         """A tensor-valued expression: a name, a pack `[a, b]`, `~`, a compile-time choice
         between tensors (`c ? x : y`, `x ?? y`), or a compile-time scalar (a rank-0 tensor)."""
         if isinstance(node, ast.Placeholder):
@@ -304,13 +494,14 @@ class Executor:
             if flag is NULL:
                 return NULL
             if flag:
-                return self.tensor(node.then, scope)
-            return self.tensor(node.otherwise, scope) if node.otherwise is not None else NULL
+                return self.tensor(node.then, scope, path)
+            return self.tensor(node.otherwise, scope, path) if node.otherwise is not None \
+                else NULL
         if isinstance(node, ast.Binary) and node.op == "??":
             first = self.tensor(node.left, scope)
             return first if first is not NULL else self.tensor(node.right, scope)
         if isinstance(node, ast.Call) and self.is_invocation(node, scope):
-            results = self.invoke(node, scope)
+            results = self.invoke(node, scope, path)
             if len(results) != 1:
                 raise ComposeDiagnostic("an invocation used as an argument must have one result",
                                         node.span)
@@ -334,20 +525,31 @@ class Executor:
     def resolve(self, node: ast.Call, module: LoadedModule, quiet: bool = False
                 ) -> tuple[ast.OperatorDef, LoadedModule] | None:
         """`op` in the invoking module, or `a.b.op` in the imported module `a.b`."""
-        *path, name = node.callee
-        target = module if not path else module.imports.get(".".join(path))
-        if target is not None:
-            for definition in target.tree.definitions:
-                if definition.name == name:
-                    return definition, target
+        found = resolve_callee(node.callee, module)
+        if found is not None:
+            definition, target = found
+            if definition.name.startswith("_") and target is not module and not quiet:
+                raise ComposeDiagnostic(
+                    f"operator '{'.'.join(node.callee)}' is private to module "
+                    f"'{target.name}'", node.span,
+                    ["operators whose names start with '_' can only be invoked from their own "
+                     "module"])
+            return found
         if quiet:
             return None
         raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span)
 
-    def invoke(self, node: ast.Call, scope: Scope) -> list[Any]:
+    def invoke(self, node: ast.Call, scope: Scope, path: ScopePath | None = None) -> list[Any]:
+        """Run an invocation. Its scoped name: the explicit label under the caller's scope, or
+        `path` (auto-label); an invoked graph without an explicit label is its own root scope
+        `module.graph` (§2.10)."""
         resolved = self.resolve(node, scope.module)
         assert resolved is not None
         definition, module = resolved
+        if node.label is not None:
+            path = None if scope.path is None else (*scope.path, node.label)
+        elif definition.is_graph:
+            path = (module.name, definition.name)
         env = scope.environment(self.profile)
         attributes = {a.name: evaluate(a.value, env) for a in node.attributes or ()}
         generics = tuple(scope.instance.dtypes.get(g.name, g.name) for g in node.generics)
@@ -367,12 +569,24 @@ class Executor:
             if self.depth > self.max_depth:
                 raise ComposeDiagnostic(f"operator calls nest deeper than {self.max_depth}",
                                         node.span)
-            outputs = self.run(definition, module, invocation, inputs)
+            outputs = self.run_instance(definition, module, invocation, inputs, path)
         except Diagnostic as diag:
             raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
         finally:
             self.depth -= 1
         return list(outputs.values())
+
+
+def resolve_callee(callee: tuple[str, ...], module: LoadedModule
+                   ) -> tuple[ast.OperatorDef, LoadedModule] | None:
+    """The definition `op` of `module`, or `a.b.op` of the module imported as `a.b`."""
+    *path, name = callee
+    target = module if not path else module.imports.get(".".join(path))
+    if target is not None:
+        for definition in target.tree.definitions:
+            if definition.name == name:
+                return definition, target
+    return None
 
 
 def _value_names(node: object) -> set[str]:
