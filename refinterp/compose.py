@@ -10,6 +10,7 @@ bool tensor condition, and loops. Labels/scopes, variables and @update come next
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from .values import NULL, TensorValue
 
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
+FRAMES_PER_CALL = 60
 
 
 class ComposeDiagnostic(Diagnostic):
@@ -95,6 +97,10 @@ class Executor:
             inputs: dict[str, Any]) -> dict[str, Any]:
         """Instantiate and run `definition` as the root of a run (its scoped name is
         `module.operator`, e.g. `main.G`); return its outputs by name."""
+        # each nested invocation takes a few dozen Python frames: make room for max_depth of
+        # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), FRAMES_PER_CALL * self.max_depth
+                                  + 2000))
         return self.run_instance(definition, module, invocation, inputs,
                                  (module.name, definition.name))
 

@@ -75,5 +75,16 @@ def render(diag: Diagnostic) -> str:
     else:
         lines.append(f"{diag.severity}: {diag.message}")
     lines.extend(f"  {note}" for note in diag.notes)
-    lines.extend(f"  while invoking {frame.operator} ({frame.span})" for frame in diag.stack)
+    frames = [f"  while invoking {frame.operator} ({frame.span})" for frame in diag.stack]
+    index = 0
+    while index < len(frames):  # a recursion repeats one frame: print it once with a count
+        repeat = 1
+        while index + repeat < len(frames) and frames[index + repeat] == frames[index]:
+            repeat += 1
+        lines.append(frames[index])
+        if repeat > 2:
+            lines.append(f"  ... the same frame {repeat - 1} more times")
+        elif repeat == 2:
+            lines.append(frames[index])
+        index += repeat
     return "\n".join(lines)

@@ -75,3 +75,77 @@ def test_wrong_inputs_are_diagnostics(tmp_path: Path, capsys) -> None:
     assert "'k' is 3 from input 'A'" in capsys.readouterr().err
     assert main(["eval", path, "--random", "A=real[2,3]", "--random", "X=real[3,2]"]) == 1
     assert "has no input 'X'" in capsys.readouterr().err
+
+
+LOOPS = """operator inc {
+  @input { x: int[]; }
+  @output { y: int[]; }
+  @lower { y[] = x[] + 1; }
+}
+operator forever {
+  @input { x: int[]; }
+  @output { y: int[]; }
+  @compose { y = with s = x while true do inc(s); }
+}
+operator recurse {
+  @input { x: int[]; }
+  @output { y: int[]; }
+  @compose { y = recurse(x); }
+}
+"""
+
+
+def test_max_iterations_and_max_depth_are_diagnostics(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, LOOPS)
+    assert main(["eval", path, "--op", "forever", "--input", "x=0", "--max-iterations",
+                 "50"]) == 1
+    assert "the loop ran 50 iterations (--max-iterations)" in capsys.readouterr().err
+    assert main(["eval", path, "--op", "recurse", "--input", "x=0", "--max-depth", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "operator calls nest deeper than 20" in err and "the same frame 20 more times" in err
+    assert main(["eval", path, "--op", "recurse", "--input", "x=0"]) == 1  # default 256
+    assert "nest deeper than 256" in capsys.readouterr().err
+    assert main(["eval", path, "--op", "forever", "--input", "x=0", "--max-iterations",
+                 "0"]) == 1
+
+
+DYNAMIC = """import math;
+graph G {
+  @input { x: real[s|10]; y: real[s|10]; }
+  @output { z: real[~|10]; }
+  @compose { z = math.add(x, y); }
+}
+"""
+
+
+def test_dynamic_input_extents_are_checked_at_run_time(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, DYNAMIC)
+    out = tmp_path / "o.npz"
+    assert main(["eval", path, "--input", "x=[1.0, 2.0]", "--input", "y=[3.0, 4.0]", "-o",
+                 str(out)]) == 0
+    with np.load(out) as data:
+        assert data["z"].tolist() == [4.0, 6.0]  # the output gets its actual extent
+    assert main(["eval", path, "--random", "x=real[11]", "--random", "y=real[11]"]) == 1
+    assert "is 11, above its bound 10" in capsys.readouterr().err
+    assert main(["eval", path, "--random", "x=real[3]", "--random", "y=real[4]"]) == 1
+    assert "'s' is 3 from input 'x' (dimension 0) but 4 from input 'y'" in \
+        capsys.readouterr().err
+
+
+def test_stdlib_option_replaces_the_bundled_modules(tmp_path: Path, capsys) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "math.sknd").write_text("""operator add {
+  @input { x: real[n]; y: real[n]; }
+  @output { z: real[n]; }
+  @lower { z[i] = x[i] - y[i], i < n; }
+}
+""")
+    path = write(tmp_path, DYNAMIC)
+    out = tmp_path / "o.npz"
+    assert main(["eval", path, "--stdlib", str(lib), "--input", "x=[1.0, 2.0]", "--input",
+                 "y=[3.0, 5.0]", "-o", str(out)]) == 0
+    with np.load(out) as data:
+        assert data["z"].tolist() == [-2.0, -3.0]
+    assert main(["parse", path, "--stdlib", str(tmp_path / "nope")]) == 1
+    assert "is not a folder" in capsys.readouterr().err
