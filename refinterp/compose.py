@@ -10,6 +10,7 @@ bool tensor condition, and loops. Labels/scopes, variables and @update come next
 
 from __future__ import annotations
 
+import difflib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,8 @@ class Executor:
                      path: ScopePath | None) -> dict[str, Any]:
         """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
         instance = instantiate(definition, invocation)
+        inputs = {**{name: constant_array(info, value)
+                     for name, (info, value) in instance.defaults.items()}, **inputs}
         if definition.block("lower") is not None:
             arrays = {**inputs, **self.variables(instance, path)}
             return self.engine(instance, arrays, self.profile)
@@ -445,7 +448,9 @@ class Executor:
         if node.count is None or node.count.count is None:
             return None
         value = self.tensor(node.count.count, scope)
-        if isinstance(value, list) or value is NULL or value.size != 1 or \
+        if value is NULL:  # an absent optional count (`do..(steps)`, steps omitted): no limit
+            return None
+        if isinstance(value, list) or value.size != 1 or \
                 kind_of(value) != "int":
             raise ComposeDiagnostic("a loop count must be an int (or an int tensor of volume 1)",
                                     node.count.span)
@@ -506,8 +511,8 @@ class Executor:
         if isinstance(node, ast.Binary) and node.op == "??":
             first = self.tensor(node.left, scope)
             return first if first is not NULL else self.tensor(node.right, scope)
-        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
-            results = self.invoke(node, scope, path)
+        if isinstance(node, ast.Call):
+            results = self.invoke(node, scope, path)  # an unknown operator is reported here
             if len(results) != 1:
                 raise ComposeDiagnostic("an invocation used as an argument must have one result",
                                         node.span)
@@ -543,7 +548,17 @@ class Executor:
             return found
         if quiet:
             return None
-        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span)
+        *path, name = node.callee
+        imported = module if not path else module.imports.get(".".join(path))
+        notes = []
+        if imported is None:
+            notes.append(f"no module '{'.'.join(path)}' is imported here")
+        else:
+            close = difflib.get_close_matches(name, [d.name for d in imported.tree.definitions])
+            if close:
+                notes.append("did you mean " + " or ".join(
+                    ".".join((*path, c)) for c in close) + "?")
+        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span, notes)
 
     def invoke(self, node: ast.Call, scope: Scope, path: ScopePath | None = None) -> list[Any]:
         """Run an invocation. Its scoped name: the explicit label under the caller's scope, or
@@ -596,10 +611,13 @@ def resolve_callee(callee: tuple[str, ...], module: LoadedModule
 
 
 def _value_names(node: object) -> set[str]:
-    """Names an expression uses as values: not as the base of `.shape` / `.rank` / `.size`."""
+    """Names an expression uses as values: not as the base of `.shape` / `.rank` / `.size`, nor
+    under the null test `?x`."""
     if isinstance(node, ast.Name):
         return {node.name}
     if isinstance(node, ast.Member):
+        return set()
+    if isinstance(node, ast.Unary) and node.op == "?":  # `?x` asks whether x is given
         return set()
     if isinstance(node, ast.Node):
         return set().union(*(_value_names(v) for v in vars(node).values()))

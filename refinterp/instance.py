@@ -76,6 +76,8 @@ class OperatorInstance:
     variables: dict[str, TensorInfo | tuple[TensorInfo, ...]]
     types: dict[str, Type] = field(default_factory=dict)  # static types of the symbols
     dtype_bounds: dict[str, str] = field(default_factory=dict)
+    # inputs not given that take their declared default (§2.6): type/shape and uniform value
+    defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
 
     def environment(self, profile: semantics.Profile = semantics.SPEC) -> Environment:
         """An expression environment holding every bound symbol of the instance."""
@@ -214,7 +216,8 @@ class Instantiation:
             {d.name: self.tensor_of(d) for d in entries(self.definition, "output")},
             {d.name: self.constant_of(d) for d in entries(self.definition, "constant")},
             {d.name: self.tensor_of(d) for d in entries(self.definition, "variable")},
-            dict(self.types), dict(self.dtype_bounds))
+            dict(self.types), dict(self.dtype_bounds),
+            {d.name: (self.tensor_of(d), self.eval(d.default)) for d in defaulted})
 
     def bind_explicit_generics(self) -> None:
         names = list(self.dtype_bounds)

@@ -10,8 +10,10 @@ plans; they never re-analyse the AST.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
+from ..binding import free_names
 from ..diagnostics import Diagnostic
 from ..expr import evaluate
 from ..instance import OperatorInstance
@@ -137,15 +139,48 @@ def _formula(instance: OperatorInstance, node: ast.Lowering) -> Formula:
         _check_bound(bound, value)
         seen.add(unrolled.index)
         indices.append(IndexRange(unrolled.index, value, bound))
+    condition = node.condition
     for bound in node.bounds:
         if bound.name in seen:
             raise LoweringDiagnostic(f"index '{bound.name}' is bounded twice", bound.span)
+        dependent = [r for r in indices if r.name in free_names(bound.bound)]
         seen.add(bound.name)
-        value = evaluate(bound.bound, env)
-        _check_bound(bound, value)
+        if dependent:
+            value = _dependent_bound(bound, dependent, instance)
+            guard = ast.Binary("<", ast.Name(bound.name, span=bound.span), bound.bound,
+                               span=bound.span)
+            condition = guard if condition is None else \
+                ast.Binary("&&", guard, condition, span=condition.span)
+        else:
+            value = evaluate(bound.bound, env)
+            _check_bound(bound, value)
         indices.append(IndexRange(bound.name, value, bound))
     return Formula(node, base.name, item, target.items, node.op, node.value, node.locals,
-                   tuple(indices), node.condition)
+                   tuple(indices), condition)
+
+
+def _dependent_bound(bound: ast.IndexBound, earlier: list[IndexRange],
+                     instance: OperatorInstance) -> int:
+    """A bound that uses earlier indices (`z < sizes[n]`, spec §4.1.3 split): the index runs up
+    to the largest value the bound takes, and iterations at or above the bound of the current
+    earlier indices are skipped (the formula gets the guard `z < sizes[n]` before its own
+    condition) — the same iterations, in the same row-major order, as a loop whose range
+    depends on the outer indices."""
+    largest = 0
+    for combination in itertools.product(*(range(r.size()) for r in earlier)):
+        env = instance.environment()
+        for r, position in zip(earlier, combination):
+            if isinstance(r.bound, tuple):
+                raise LoweringDiagnostic(f"the bound of '{bound.name}' depends on the packed "
+                                         f"index '{r.name}'", bound.bound.span)
+            env.values[r.name] = position
+        value = evaluate(bound.bound, env)
+        _check_bound(bound, value)
+        if isinstance(value, tuple):
+            raise LoweringDiagnostic(f"the bound of '{bound.name}' depends on other indices and "
+                                     f"must be an int", bound.bound.span)
+        largest = max(largest, value)
+    return largest
 
 
 def _check_bound(bound: ast.IndexBound, value: Value) -> None:
