@@ -85,3 +85,22 @@ def test_matmul_and_conv_shapes_take_the_generated_path() -> None:
     assert runner is not None
     runner()
     np.testing.assert_array_equal(arrays["C"], np.full((2, 4), 3.0))
+
+
+def test_index_names_do_not_clash_with_generated_variables() -> None:
+    """Indices named like the kernel's own variables (`o` offset, `v` value, `K`, `P`, `t1`)."""
+    source = SourceFile("<test>", """operator clash {
+  @input { x: real[a, b]; }
+  @output { y: real[a, b]; z: real[a]; }
+  @lower {
+    y[o, v] = x[o, v] * 2.0, o < a, v < b;
+    z[K] += x[K, t1] * x[K, P], K < a, t1 < b, P < b;
+  }
+}""")
+    definition = parse_module(source).module.definitions[0]
+    x = np.arange(6.0).reshape(2, 3)
+    instance = instantiate(definition, Invocation({}, {"x": TensorInfo("real", (2, 3))}))
+    for generated in (True, False):
+        out = run_lowering(instance, {"x": x}, generated=generated)
+        assert np.array_equal(out["y"], 2 * x)
+        assert np.array_equal(out["z"], x.sum(axis=1) ** 2)

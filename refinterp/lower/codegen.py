@@ -113,7 +113,7 @@ class Generator:
             if node.name in self.indices:
                 if isinstance(self.indices[node.name], tuple):
                     raise Unsupported("packed index")
-                return node.name, "int"
+                return f"I_{node.name}", "int"
             if node.name in self.locals:
                 return f"L_{node.name}", self.locals[node.name]
             raise Unsupported(node.name)
@@ -197,7 +197,7 @@ class Generator:
                 for k, bound in enumerate(bounds):
                     dimension = len(dims)
                     extent = array.shape[dimension] if dimension < array.ndim else -1
-                    dims.append((f"{name_}_{k}", bound <= extent))
+                    dims.append((f"I_{name_}_{k}", bound <= extent))
                 continue
             if isinstance(item, (ast.Expand, ast.Slice)):
                 raise Unsupported("expanded index")
@@ -249,8 +249,8 @@ class Generator:
         """Source of an index symbol's current value (a tuple for a packed index)."""
         bound = self.indices[name]
         if isinstance(bound, tuple):
-            return "(" + "".join(f"{name}_{k}, " for k in range(len(bound))) + ")"
-        return name
+            return "(" + "".join(f"I_{name}_{k}, " for k in range(len(bound))) + ")"
+        return f"I_{name}"
 
     def index_value(self, node: ast.Expr) -> str:
         source, kind = self.expr(node)
@@ -304,9 +304,10 @@ class Generator:
         loops = []
         for r in formula.indices:  # declaration order, row-major within a packed index
             if isinstance(r.bound, tuple):
-                loops.extend(f"for {r.name}_{k} in range({n}):" for k, n in enumerate(r.bound))
-            else:
-                loops.append(f"for {r.name} in range({r.bound}):")
+                loops.extend(f"for I_{r.name}_{k} in range({n}):"
+                             for k, n in enumerate(r.bound))
+            else:  # index variables are prefixed: an index `o` or `v` must not clash
+                loops.append(f"for I_{r.name} in range({r.bound}):")
         source = ["def kernel(" + ", ".join(["K", "BIN", "CAST", "BUILTIN", "P", "OOR", "OVERFLOW",
                                              "MIN", "MAX", *self.tensors.values()]) + "):"]
         depth = 1
