@@ -10,18 +10,9 @@ import pytest
 
 from refinterp.cli import main
 from spec_tests.nnef_files import write_dat
+from spec_tests.test_2_10_compose import OPS as BASIC_OPS  # mul, add, ...
 
-OPS = """
-operator mul {
-  @input { x: real[n]; y: real[n]; }
-  @output { z: real[n]; }
-  @lower { z[i] = x[i] * y[i], i < n; }
-}
-operator add {
-  @input { x: real[n]; y: real[n]; }
-  @output { z: real[n]; }
-  @lower { z[i] = x[i] + y[i], i < n; }
-}
+OPS = BASIC_OPS + """
 operator scaled {
   @input { x: real[n]; }
   @variable { w: real[n]; }
@@ -42,6 +33,14 @@ operator two_stage {
   }
 }
 """
+
+
+SINGLE = """
+graph G {
+  @input { x: real[3]; }
+  @output { y: real[3]; }
+  @compose { y = scaled(x); }
+}"""
 
 
 def model(tmp_path: Path, graph: str, extra: str = "") -> Path:
@@ -105,12 +104,7 @@ graph G {
 
 
 def test_missing_and_misshaped_variables_are_diagnostics(tmp_path: Path, capsys) -> None:
-    folder = model(tmp_path, """
-graph G {
-  @input { x: real[3]; }
-  @output { y: real[3]; }
-  @compose { y = scaled(x); }
-}""")
+    folder = model(tmp_path, SINGLE)
     # G has one component and no local tensors: rule 1 gives `scaled` G's own scope
     assert main(["eval", str(folder), "--input", "x=[1.0, 2.0, 3.0]"]) == 1
     err = capsys.readouterr().err
@@ -141,12 +135,7 @@ graph G {
 
 def test_random_params_are_reproducible_and_unused_params_warn(tmp_path: Path,
                                                                 capsys) -> None:
-    folder = model(tmp_path, """
-graph G {
-  @input { x: real[3]; }
-  @output { y: real[3]; }
-  @compose { y = scaled(x); }
-}""")
+    folder = model(tmp_path, SINGLE)
     args = ["eval", str(folder), "--input", "x=[1.0, 2.0, 3.0]", "--random-params"]
     first, second = run(args, tmp_path)["y"], run(args, tmp_path)["y"]
     assert np.array_equal(first, second) and np.all(np.isfinite(first))
