@@ -58,6 +58,8 @@ class Profile:
     frac: Literal["floor", "modf"]                 # frac(x): x - floor(x), or C modf
     min_max_nan: Literal["propagate", "first"]     # `<<` `>>` with NaN: NaN, or the left operand
     int_negative_power: Literal["exact", "trunc"]  # int a ** b, b < 0: exact or error; or C trunc
+    mixed_int_real: Literal["error", "promote"] = "error"  # int op real at run time: error, or
+    #                                                  the int converted to real (C++ promotion)
     description: str = ""
 
 
@@ -67,8 +69,9 @@ SPEC = Profile(
     description="the draft spec: floor division, ceiling division, floored modulo")
 KHRONOS = Profile(
     "khronos", int_division="trunc", int_ceil_division="away", real_modulo="fmod", frac="modf",
-    min_max_nan="first", int_negative_power="trunc",
-    description="the Khronos C++ runtime: C division and modulo, fmod, modf, std::min/max")
+    min_max_nan="first", int_negative_power="trunc", mixed_int_real="promote",
+    description="the Khronos C++ runtime: C division and modulo, fmod, modf, std::min/max, "
+                "int promoted to real when mixed")
 PROFILES: dict[str, Profile] = {SPEC.name: SPEC, KHRONOS.name: KHRONOS}
 
 
@@ -363,6 +366,8 @@ def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
     Raises NumericError for a violated rule or operands of the wrong types.
     """
     op = OP_ALIASES.get(op, op)
+    if profile.mixed_int_real == "promote" and {kind(a), kind(b)} == {"int", "real"}:
+        a, b = _as_real(a), _as_real(b)  # Khronos: C++ converts the int operand to real
     if op in _COMPARISONS:
         return compare(op, a, b)
     kinds = (kind(a), kind(b))
@@ -381,6 +386,15 @@ def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
     if kinds[0] == "int":
         return _int_binary(op, a, b, profile)
     return _real_binary(op, a, b, profile)
+
+
+def _as_real(x: Scalar) -> Scalar:
+    """An int as a real (int(±inf) as ±inf); other values unchanged."""
+    if isinstance(x, IntInfinity):
+        return math.inf if x.sign > 0 else -math.inf
+    if isinstance(x, int) and not isinstance(x, bool):
+        return float(x)
+    return x
 
 
 def _int_binary(op: str, a: int, b: int, profile: Profile) -> int:
