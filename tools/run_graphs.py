@@ -29,7 +29,7 @@ from refinterp.instance import Invocation  # noqa: E402
 from refinterp.modules import Loader  # noqa: E402
 
 
-class Slow(Exception):
+class Slow(BaseException):  # not caught by the CLI as an internal error
     pass
 
 
