@@ -2,7 +2,13 @@
 
 Every engine is a function `(instance, inputs, profile) -> outputs` with the contract of
 `refinterp.lower.scalar.run_lowering`: the scalar engine is the definition, every other engine
-must compute the same function (see docs/architecture.md).
+must compute the same function (docs/architecture.md, "The vector engine"):
+
+- `scalar`: element by element in pure Python (the definition);
+- `vector`: whole-array NumPy (refinterp.lower.vector); a formula it cannot run exactly runs
+  on the scalar engine;
+- `auto` (the default): the scalar engine for operators with a small iteration space (up to
+  AUTO_SCALAR_ITERATIONS), where it is fast and exact by definition; the vector engine above.
 """
 
 from __future__ import annotations
@@ -11,16 +17,61 @@ from typing import Any, Callable
 
 from .. import semantics
 from ..instance import OperatorInstance
+from .plan import plan_lowering
 from .scalar import run_lowering
+from .vector import DEFAULT_MAX_MEMORY, FormulaReport, run_vector
 
 Engine = Callable[[OperatorInstance, dict[str, Any], semantics.Profile], dict[str, Any]]
+Log = Callable[[OperatorInstance, str], None]  # (operator instance, engine description)
+
+ENGINE_NAMES = ("scalar", "vector", "auto")
+DEFAULT_ENGINE = "auto"
+AUTO_SCALAR_ITERATIONS = 4096
 
 
-def scalar_engine(instance: OperatorInstance, inputs: dict[str, Any],
-                  profile: semantics.Profile) -> dict[str, Any]:
-    """The definition: element by element in pure Python."""
-    return run_lowering(instance, inputs, profile)
+def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY,
+                log: Log | None = None) -> Engine:
+    """The engine called `name`; `max_memory` bounds the vector engine's temporaries (bytes);
+    `log`, if given, is told which engine ran each operator (`--verbose`)."""
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine '{name}'; choose one of {', '.join(ENGINE_NAMES)}")
+
+    def vector(instance: OperatorInstance, inputs: dict[str, Any],
+               profile: semantics.Profile) -> dict[str, Any]:
+        reports: list[FormulaReport] = []
+        outputs = run_vector(instance, inputs, profile, max_memory, reports)
+        if log is not None:
+            log(instance, describe(reports))
+        return outputs
+
+    def scalar(instance: OperatorInstance, inputs: dict[str, Any],
+               profile: semantics.Profile) -> dict[str, Any]:
+        outputs = run_lowering(instance, inputs, profile)
+        if log is not None:
+            log(instance, "scalar")
+        return outputs
+
+    def auto(instance: OperatorInstance, inputs: dict[str, Any],
+             profile: semantics.Profile) -> dict[str, Any]:
+        if iterations(instance) <= AUTO_SCALAR_ITERATIONS:
+            return scalar(instance, inputs, profile)
+        return vector(instance, inputs, profile)
+
+    return {"scalar": scalar, "vector": vector, "auto": auto}[name]
 
 
-ENGINES: dict[str, Engine] = {"scalar": scalar_engine}
-DEFAULT_ENGINE = "scalar"
+def iterations(instance: OperatorInstance) -> int:
+    """The number of iterations of all formulas of an instance's @lower block."""
+    return sum(f.iterations() for f in plan_lowering(instance).formulas)
+
+
+def describe(reports: list[FormulaReport]) -> str:
+    """'vector', or which formulas fell back to the scalar engine and why."""
+    fallbacks = [f"formula at line {r.formula.node.span.line}: scalar ({r.reason})"
+                 for r in reports if r.engine != "vector"]
+    if not fallbacks:
+        return "vector"
+    return "vector; " + "; ".join(fallbacks)
+
+
+ENGINES: dict[str, Engine] = {name: make_engine(name) for name in ENGINE_NAMES}

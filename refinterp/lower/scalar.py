@@ -93,6 +93,16 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
     """
     plan = plan_lowering(instance)
     outputs = allocate_outputs(instance, plan)
+    arrays = lowering_arrays(instance, inputs, outputs)
+    for formula in plan.formulas:
+        run_formula(instance, formula, arrays, profile, generated)
+    return outputs
+
+
+def lowering_arrays(instance: OperatorInstance, inputs: dict[str, Any],
+                    outputs: dict[str, Any]) -> dict[str, Any]:
+    """Every array a lowering may access by name: inputs (an absent optional one as null),
+    @constant tensors and the outputs being computed."""
     arrays = dict(inputs)
     block = instance.definition.block("input")
     for decl in block.entries if block else ():
@@ -100,14 +110,17 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
     for name, (info, value) in instance.constants.items():
         arrays[name] = constant_array(info, value)
     arrays.update(outputs)
-    for formula in plan.formulas:
-        fast = compile_formula(instance, formula, arrays, profile, _failure) \
-            if generated else None
-        if fast is not None:
-            fast()
-        else:
-            FormulaRunner(instance, formula, arrays, profile).run()
-    return outputs
+    return arrays
+
+
+def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                profile: semantics.Profile, generated: bool = True) -> None:
+    """Run one formula element by element, updating its output in `arrays`."""
+    fast = compile_formula(instance, formula, arrays, profile, _failure) if generated else None
+    if fast is not None:
+        fast()
+    else:
+        FormulaRunner(instance, formula, arrays, profile).run()
 
 
 def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnostic:

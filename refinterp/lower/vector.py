@@ -1,0 +1,1019 @@
+"""The vector engine: runs a lowering plan (plan.py) with whole-array NumPy operations.
+
+It computes the function the scalar engine defines (scalar.py), formula by formula:
+
+- the iteration space of a formula has one axis per index symbol (a packed index one axis per
+  component), in declaration order; an index symbol's value is an `arange` broadcast along its
+  axis, so every subexpression is an array over just the axes it depends on;
+- a tensor access is a gather (a view when every index is a plain axis or a constant, else
+  advanced indexing); a guarded index `|e|` narrows the mask of live iterations (a skipped
+  iteration contributes nothing), a remapped one `|e <> lo : hi|` becomes a `where`;
+- a condition and the branches of `?:` are masks: a subexpression is checked (index ranges,
+  numeric errors) only on the iterations the scalar engine would evaluate;
+- the store depends on the left-hand side: an assignment to plain output positions (each index
+  an axis or a constant) is a slice assignment; `+=` of a product over plain positions is an
+  `einsum` (a contraction); other updates reduce over the axes missing from the output; any other
+  position pattern is a scatter in iteration order (`ufunc.at`, last write wins for `=`);
+- a formula reading its own output (`:=` under a condition, as in argmax) runs its reduced axes
+  one step at a time (outermost), vectorised over the output cells, which are independent.
+
+Anything it cannot do exactly — an error the scalar engine would report, an int that may leave
+int64, an iteration-order dependence it cannot prove harmless — raises `Fallback`, and that one
+formula runs on the scalar engine instead (never a wrong answer). Reals may differ from the
+scalar engine by summation order and the last place of transcendental functions; ints and bools
+are identical (docs/semantics.md, "Engines").
+
+The iteration space is processed in boxes: axes that must take one value at a time (a pack
+item selected by an index) and, when the space exceeds the memory budget, the outermost axes,
+are iterated in row-major order; the rest is vectorised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import array_semantics as A
+from .. import semantics
+from ..binding import free_names
+from ..diagnostics import Diagnostic
+from ..expr import evaluate, fold_pack
+from ..instance import OperatorInstance
+from ..syntax import ast
+from ..types import CASTS
+from ..values import NULL, TensorValue, Value
+from .plan import Formula, plan_lowering
+from .scalar import allocate_outputs, lowering_arrays, run_formula
+
+DEFAULT_MAX_MEMORY = 2 * 2 ** 30   # bytes of temporaries one box may take (--max-memory)
+BYTES_PER_ITERATION = 48           # estimate: a few int64/float64 temporaries per iteration
+MIN_CELLS_PER_STEP = 32            # below this, a sequential formula runs faster scalar
+UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
+Mask = np.ndarray | None
+
+
+class Fallback(Exception):
+    """This formula must run on the scalar engine (`reason` says why)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Axis:
+    """One axis of the iteration space: an index symbol, or one component of a packed one."""
+
+    name: str
+    component: int | None
+    size: int
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A guarded index value `|e|` (lower/upper: the remapped values of `|e <> lo : hi|`)."""
+
+    value: Any
+    lower: Any = None
+    upper: Any = None
+
+
+class _Full:
+    def __repr__(self) -> str:
+        return ":"
+
+
+FULL = _Full()
+
+
+def _and(a: Mask, b: Mask) -> Mask:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
+
+
+def _any(mask: Mask) -> bool:
+    return True if mask is None else bool(np.any(mask))
+
+
+@dataclass
+class FormulaReport:
+    """How one formula ran: 'vector', or 'scalar' with the reason of the fallback."""
+
+    formula: Formula
+    engine: str
+    reason: str = ""
+
+
+def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
+               profile: semantics.Profile = semantics.SPEC,
+               max_memory: int = DEFAULT_MAX_MEMORY,
+               reports: list[FormulaReport] | None = None) -> dict[str, Any]:
+    """Run the @lower block of `instance` vectorised; the same contract as
+    scalar.run_lowering. Each formula the vector engine cannot run exactly runs on the scalar
+    engine; `reports` (if given) receives one FormulaReport per formula."""
+    plan = plan_lowering(instance)
+    outputs = allocate_outputs(instance, plan)
+    arrays = lowering_arrays(instance, inputs, outputs)
+    for formula in plan.formulas:
+        target = arrays[formula.output]
+        saved = [a.copy() for a in target] if isinstance(target, list) else target.copy()
+        try:
+            VectorFormula(instance, formula, arrays, profile, max_memory).run()
+            report = FormulaReport(formula, "vector")
+        except Fallback as why:
+            _restore(target, saved)
+            run_formula(instance, formula, arrays, profile)
+            report = FormulaReport(formula, "scalar", why.reason)
+        if reports is not None:
+            reports.append(report)
+    return outputs
+
+
+def _restore(target: Any, saved: Any) -> None:
+    if isinstance(target, list):
+        for array, copy in zip(target, saved):
+            np.copyto(array, copy)
+    else:
+        np.copyto(target, saved)
+
+
+class VectorFormula:
+    """Runs one formula over its iteration space, box by box."""
+
+    def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                 profile: semantics.Profile, max_memory: int) -> None:
+        self.instance, self.formula, self.arrays, self.profile = (
+            instance, formula, arrays, profile)
+        self.max_memory = max_memory
+        self.symbols = instance.symbols
+        self.axes: list[Axis] = []
+        for index in formula.indices:
+            if isinstance(index.bound, tuple):
+                self.axes += [Axis(index.name, c, n) for c, n in enumerate(index.bound)]
+            else:
+                self.axes.append(Axis(index.name, None, int(index.bound)))
+        self.index_names = {r.name for r in formula.indices}
+        self.local_names = {local.name for local in formula.locals}
+        self.constants: dict[int, Value] = {}
+        self.reads_output = self._reads_output()
+        self.kind = self._output_kind()
+
+    # ------------------------------------------------------------------ planning
+
+    def _output_kind(self) -> str:
+        info = self.instance.outputs[self.formula.output]
+        return (info[0] if isinstance(info, tuple) else info).dtype
+
+    def _expressions(self) -> list[Any]:
+        f = self.formula
+        return [f.value, f.condition, f.item, f.access, *(local.value for local in f.locals)]
+
+    def _reads_output(self) -> bool:
+        """Whether the formula reads the output it writes (then its order matters)."""
+        output = self.formula.output
+        found = False
+
+        def visit(node: object) -> None:
+            nonlocal found
+            if isinstance(node, ast.Subscript):
+                base = node.base.base if isinstance(node.base, ast.Subscript) else node.base
+                if isinstance(base, ast.Name) and base.name == output:
+                    found = True
+            if isinstance(node, ast.Node):
+                for value in vars(node).values():
+                    visit(value)
+            elif isinstance(node, tuple):
+                for item in node:
+                    visit(item)
+
+        f = self.formula
+        for expr in (f.value, f.condition, f.item, *(local.value for local in f.locals)):
+            visit(expr)
+        for item in f.access:
+            visit(item)
+        return found
+
+    def _axes_of(self, names: set[str]) -> set[int]:
+        return {a for a, axis in enumerate(self.axes) if axis.name in names}
+
+    def _scalar_axes(self) -> set[int]:
+        """Axes that take one value at a time: those selecting an item of a pack of tensors,
+        and, for a formula reading its output, those the output position does not use."""
+        scalar: set[int] = set()
+
+        def visit(node: object) -> None:
+            if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Subscript) and \
+                    isinstance(node.base.base, ast.Name) and \
+                    isinstance(self.arrays.get(node.base.base.name), list):
+                for item in node.base.items:
+                    scalar.update(self._axes_of(free_names(item)))
+            if isinstance(node, ast.Node):
+                for value in vars(node).values():
+                    visit(value)
+            elif isinstance(node, tuple):
+                for item in node:
+                    visit(item)
+
+        for expr in self._expressions():
+            visit(expr)
+        if self.formula.item is not None:
+            scalar.update(self._axes_of(free_names(self.formula.item)))
+        if self.reads_output:
+            if self.formula.op not in ("=", ":="):
+                raise Fallback("an update that reads its own output")
+            self._check_same_position_reads()
+            stored = free_names(self.formula.access)
+            scalar.update(a for a, axis in enumerate(self.axes) if axis.name not in stored)
+        return scalar
+
+    def _check_same_position_reads(self) -> None:
+        """A formula reading its output is vectorised over output cells only if every read
+        is at the very position it writes (the cells are then independent)."""
+        output, store = self.formula.output, self.formula.access
+
+        def visit(node: object) -> None:
+            if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name) and \
+                    node.base.name == output and node.items != store:
+                raise Fallback("the output is read at another position than it is written")
+            if isinstance(node, ast.Node):
+                for value in vars(node).values():
+                    visit(value)
+            elif isinstance(node, tuple):
+                for item in node:
+                    visit(item)
+
+        f = self.formula
+        for expr in (f.value, f.condition, *(local.value for local in f.locals)):
+            visit(expr)
+
+    def _boxes(self, scalar: set[int]) -> tuple[list[list[tuple[int, int]]], bool]:
+        """The boxes to run, in row-major order of their sequential axes, and whether that
+        order differs from the iteration order (some vectorised axis precedes a sequential
+        one)."""
+        sizes = [axis.size for axis in self.axes]
+        sequential = sorted(scalar)
+        rest = [a for a in range(len(sizes)) if a not in scalar]
+        block: tuple[int, int] | None = None  # (axis, block length)
+        budget = max(1, self.max_memory // BYTES_PER_ITERATION)
+        while rest and math.prod(sizes[a] for a in rest) > budget:
+            inner = math.prod(sizes[a] for a in rest[1:])
+            if inner <= budget:
+                block = (rest[0], max(1, budget // max(1, inner)))
+                break
+            sequential.append(rest.pop(0))
+        ordered = sorted(sequential) + ([block[0]] if block else [])
+        reordered = ordered != list(range(len(ordered)))
+        choices: list[list[tuple[int, int]]] = []
+        for a in range(len(sizes)):
+            if a in sequential:
+                choices.append([(v, v + 1) for v in range(sizes[a])])
+            elif block and a == block[0]:
+                step = block[1]
+                choices.append([(v, min(v + step, sizes[a])) for v in range(0, sizes[a], step)])
+            else:
+                choices.append([(0, sizes[a])])
+        order = ordered + [a for a in range(len(sizes)) if a not in ordered]
+        boxes = []
+        for combination in itertools.product(*(choices[a] for a in order)):
+            box = [None] * len(sizes)
+            for a, span in zip(order, combination):
+                box[a] = span
+            boxes.append(box)
+        self.sequential = set(sequential)
+        return boxes, reordered
+
+    def run(self) -> None:
+        scalar = self._scalar_axes()
+        if self.reads_output:
+            steps = math.prod(self.axes[a].size for a in scalar)
+            total = math.prod(axis.size for axis in self.axes)
+            if steps and total // steps < MIN_CELLS_PER_STEP:
+                raise Fallback("too few output cells per sequential step")
+        boxes, self.reordered = self._boxes(scalar)
+        self.written = None
+        if self.reordered and self.formula.op in ("=", ":=") and not self.reads_output:
+            self.written = {}  # id(array) -> bool mask of cells written by this formula
+        if any(axis.size == 0 for axis in self.axes):
+            return
+        for box in boxes:
+            self.run_box(box)
+
+    # ------------------------------------------------------------------ one box
+
+    def begin(self, box: list[tuple[int, int]]) -> None:
+        self.box = box
+        n = len(box)
+        self.shape = tuple(hi - lo for lo, hi in box)
+        self.axis_arrays: dict[int, np.ndarray] = {}
+        self.live: Mask = None
+        values: dict[str, list[Any]] = {}
+        for a, (axis, (lo, hi)) in enumerate(zip(self.axes, box)):
+            if a in self.sequential:
+                value: Any = lo
+            else:
+                shape = [1] * n
+                shape[a] = hi - lo
+                value = np.arange(lo, hi, dtype=np.int64).reshape(shape)
+                self.axis_arrays[a] = value
+            values.setdefault(axis.name, []).append(value)
+        self.frame: dict[str, Any] = {}
+        for r in self.formula.indices:
+            parts = values.get(r.name, [])
+            self.frame[r.name] = tuple(parts) if isinstance(r.bound, tuple) else parts[0]
+
+    def run_box(self, box: list[tuple[int, int]]) -> None:
+        self.begin(box)
+        f = self.formula
+        for local in f.locals:
+            self.frame[local.name] = self.ev(local.value, None)
+        cond: Mask = None
+        if f.condition is not None:
+            flag = self.truth(self.ev(f.condition, None))
+            if flag is False:
+                return
+            cond = None if flag is True else flag
+        if f.op == "+=" and self.kind in ("int", "real"):
+            nodes = self.factors(f.value)
+            factors = [self.ev(node, cond) for node in nodes]
+            value = None
+        else:
+            factors, value = None, self.ev(f.value, cond)
+        target = self.output_target(cond)
+        positions = self.positions(f.access, cond, target.shape, storing=True)
+        valid = _and(self.live, cond)
+        if not _any(valid):
+            return
+        if factors is not None:
+            plain = self.plain(positions)
+            if plain is not None and self.contract(target, plain, factors, valid):
+                return
+            value = factors[0]
+            for node, factor in zip(nodes[1:], factors[1:]):
+                value = self.numeric2(node, "*", value, factor, cond)
+        self.store(target, positions, value, valid)
+
+    def factors(self, node: ast.Expr) -> list[ast.Expr]:
+        """The operands of a product chain `a * b * c` (left-associated), looking through
+        `?:` with a compile-time condition; else [node]."""
+        if isinstance(node, ast.Select) and self.is_compile_time(node.cond):
+            flag = self.ev(node.cond, None)
+            if isinstance(flag, bool):
+                chosen = node.then if flag else node.otherwise
+                return self.factors(chosen) if chosen is not None else [node]
+        if isinstance(node, ast.Binary) and node.op == "*":
+            return self.factors(node.left) + [node.right]
+        return [node]
+
+    def truth(self, flag: Any) -> Any:
+        """A condition's value: True, False or a bool mask."""
+        if flag is NULL:
+            raise Fallback("a null condition")
+        if isinstance(flag, tuple):
+            parts = [self.truth(f) for f in flag]
+            if any(p is False for p in parts):
+                return False
+            masks = [p for p in parts if p is not True]
+            return np.logical_and.reduce(np.broadcast_arrays(*masks)) if masks else True
+        if isinstance(flag, np.bool_):
+            return bool(flag)
+        if isinstance(flag, np.ndarray):
+            if flag.dtype != np.bool_:
+                raise Fallback("a condition that is not bool")
+            return flag
+        if not isinstance(flag, bool):
+            raise Fallback("a condition that is not bool")
+        return flag
+
+    def output_target(self, active: Mask) -> np.ndarray:
+        target = self.arrays[self.formula.output]
+        if self.formula.item is not None:
+            k = self.ev(self.formula.item, active)
+            if not isinstance(k, int) or isinstance(k, bool) or not isinstance(target, list) \
+                    or not 0 <= k < len(target):
+                raise Fallback("a pack item index that is not a valid int")
+            return target[k]
+        if isinstance(target, list):
+            raise Fallback("a store into a whole pack of tensors")
+        return target
+
+    # ------------------------------------------------------------------ stores
+
+    def plain(self, positions: list[Any]) -> list[tuple[str, int]] | None:
+        """Each output dimension as ('const', value) or ('axis', a), if every position is a
+        constant or a distinct vectorised axis; else None."""
+        result, seen = [], set()
+        for p in positions:
+            if isinstance(p, (int, np.integer)) and not isinstance(p, bool):
+                result.append(("const", int(p)))
+                continue
+            axis = next((a for a, array in self.axis_arrays.items() if p is array), None)
+            if axis is None or axis in seen:
+                return None
+            seen.add(axis)
+            result.append(("axis", axis))
+        return result
+
+    def selection(self, plain: list[tuple[str, int]]) -> tuple:
+        return tuple(v if k == "const" else slice(*self.box[v]) for k, v in plain)
+
+    def arrange(self, array: Any, axes: list[int]) -> np.ndarray:
+        """`array` over the box, laid out along `axes` (the other axes have extent 1)."""
+        full = np.broadcast_to(A.as_array(array), self.shape)
+        others = [a for a in range(len(self.shape)) if a not in axes]
+        return full.transpose(axes + others).reshape([self.shape[a] for a in axes])
+
+    def check_kind(self, value: Any) -> np.ndarray:
+        if value is NULL or isinstance(value, (tuple, Guard)):
+            raise Fallback("the value to store is not a single number")
+        array = A.as_array(value)
+        if A.kind(array) != self.kind:
+            raise Fallback(f"a {A.kind(array)} value for a {self.kind} output")
+        return array
+
+    def store(self, target: np.ndarray, positions: list[Any], value: Any, valid: Mask) -> None:
+        value = self.check_kind(value)
+        op = self.formula.op
+        plain = self.plain(positions)
+        kept = [v for k, v in plain if k == "axis"] if plain is not None else []
+        reduced = [a for a in range(len(self.shape)) if a not in kept and self.shape[a] > 1]
+        if plain is not None and op in ("=", ":=") and not reduced and self.written is None:
+            sel = self.selection(plain)
+            new = self.arrange(value, kept)
+            if valid is not None:
+                new = np.where(self.arrange(valid, kept), new, target[sel])
+            target[sel] = new
+        elif self.reads_output:
+            raise Fallback("the output position is not plain in the kept axes")
+        elif op in ("=", ":="):
+            self.scatter_last(target, positions, value, valid)
+        elif plain is not None:
+            self.reduce(target, plain, kept, reduced, value, valid)
+        else:
+            self.scatter_update(target, positions, value, valid)
+
+    def flat_positions(self, target: np.ndarray, positions: list[Any], value: np.ndarray,
+                       valid: Mask) -> tuple[np.ndarray, np.ndarray]:
+        """The flat target positions and values of the live iterations, in iteration order."""
+        arrays = np.broadcast_arrays(*[np.asarray(p) for p in positions], value,
+                                     np.ones(self.shape, dtype=bool) if valid is None
+                                     else valid, np.empty(self.shape, dtype=bool))
+        *index, values, keep, _ = arrays
+        keep = keep.reshape(-1)
+        flat = np.ravel_multi_index(tuple(i.reshape(-1)[keep] for i in index), target.shape) \
+            if index else np.zeros(int(keep.sum()), dtype=np.int64)
+        return flat, values.reshape(-1)[keep]
+
+    def scatter_last(self, target: np.ndarray, positions: list[Any], value: np.ndarray,
+                     valid: Mask) -> None:
+        """`=` / `:=` in iteration order: the last write to a cell wins."""
+        flat, values = self.flat_positions(target, positions, value, valid)
+        unique, first_from_end = np.unique(flat[::-1], return_index=True)
+        last = len(flat) - 1 - first_from_end
+        if self.written is not None:
+            written = self.written.setdefault(id(target), np.zeros(target.size, dtype=bool))
+            if len(unique) != len(flat) or written[unique].any():
+                raise Fallback("an assignment writes a cell twice out of iteration order")
+            written[unique] = True
+        target.reshape(-1)[unique] = values[last]
+
+    def scatter_update(self, target: np.ndarray, positions: list[Any], value: np.ndarray,
+                       valid: Mask) -> None:
+        """An update at computed positions, applied in iteration order (`ufunc.at`)."""
+        op = self.formula.op
+        flat, values = self.flat_positions(target, positions, value, valid)
+        view = target.reshape(-1)
+        if self.kind == "int":
+            if op != "+=" and op not in ("<=", ">="):
+                raise Fallback(f"an int '{op}' scatter")
+            bound = np.abs(values.astype(np.float64)).sum() + \
+                (np.abs(view.astype(np.float64)).max() if view.size else 0.0)
+            if op == "+=" and bound >= A.SAFE_INT:
+                raise Fallback("an int sum may leave int64")
+        if op in ("<=", ">=") and self.kind == "real" and self.profile.min_max_nan != "propagate":
+            keep = ~np.isnan(values)  # std::min/max ignore a NaN right operand
+            flat, values = flat[keep], values[keep]
+        ufunc = {"+=": np.add, "*=": np.multiply, "&=": np.logical_and, "|=": np.logical_or,
+                 "<=": np.minimum, ">=": np.maximum}[op]
+        ufunc.at(view, flat, values)
+
+    def reduce(self, target: np.ndarray, plain: list[tuple[str, int]], kept: list[int],
+               reduced: list[int], value: np.ndarray, valid: Mask) -> None:
+        """An update of plain output positions: reduce over the axes the output lacks, then
+        combine with the current values by the update operator."""
+        op = self.formula.op
+        neutral = _neutral(op, self.kind)
+        full = np.broadcast_to(value, self.shape)
+        if valid is not None:
+            full = np.where(valid, full, neutral)
+        order = kept + reduced
+        others = [a for a in range(len(self.shape)) if a not in order]
+        laid = full.transpose(order + others).reshape(
+            [self.shape[a] for a in kept] + [-1])
+        with np.errstate(all="ignore"):
+            if self.kind == "int" and op in ("+=", "*="):
+                magnitude = np.abs(laid.astype(np.float64))
+                bound = magnitude.sum(axis=-1) if op == "+=" else magnitude.prod(axis=-1)
+                if np.any(bound >= A.SAFE_INT):
+                    raise Fallback(f"an int '{op}' reduction may leave int64")
+            if op == "+=":
+                result = laid.sum(axis=-1)
+            elif op == "*=":
+                result = laid.prod(axis=-1)
+            elif op == "&=":
+                result = laid.all(axis=-1)
+            elif op == "|=":
+                result = laid.any(axis=-1)
+            elif self.kind == "real" and self.profile.min_max_nan != "propagate":
+                result = (np.fmin if op == "<=" else np.fmax).reduce(laid, axis=-1)
+            else:
+                result = (np.minimum if op == "<=" else np.maximum).reduce(laid, axis=-1)
+        self.combine(target, plain, result)
+
+    def combine(self, target: np.ndarray, plain: list[tuple[str, int]], result: Any) -> None:
+        sel = self.selection(plain)
+        try:
+            target[sel] = A.binary(UPDATE_OPS[self.formula.op], target[sel], result,
+                                   self.profile)
+        except A.Deferred as why:
+            raise Fallback(why.reason) from None
+
+    def contract(self, target: np.ndarray, plain: list[tuple[str, int]], factors: list[Any],
+                 valid: Mask) -> bool:
+        """`+=` of a product over plain positions as one einsum; False if not applicable."""
+        arrays = [f for f in factors if isinstance(f, np.ndarray) and f.ndim == len(self.shape)]
+        if len(arrays) != len(factors) or any(A.kind(f) != self.kind for f in arrays):
+            return False
+        if valid is not None:
+            if self.kind == "real" and not all(np.isfinite(f).all() for f in arrays):
+                return False  # 0 * inf is nan: a skipped iteration must contribute nothing
+            arrays.append(valid.astype(arrays[0].dtype))
+        kept = [v for k, v in plain if k == "axis"]
+        letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        if len(self.shape) > len(letters):
+            return False
+        operands, subscripts, present = [], [], set()
+        for array in arrays:
+            axes = [a for a in range(array.ndim) if array.shape[a] > 1]
+            operands.append(array.reshape([array.shape[a] for a in axes]))
+            subscripts.append("".join(letters[a] for a in axes))
+            present.update(axes)
+        out_axes = [a for a in kept if a in present]
+        spec = ",".join(subscripts) + "->" + "".join(letters[a] for a in out_axes)
+        repeat = math.prod(self.shape[a] for a in range(len(self.shape))
+                           if a not in present and a not in kept)
+        with np.errstate(all="ignore"):
+            if self.kind == "int":
+                bound = np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in operands])
+                if np.any(bound * repeat >= A.SAFE_INT):
+                    raise Fallback("an int contraction may leave int64")
+            result = np.einsum(spec, *operands, optimize=len(operands) > 2)
+            if repeat != 1:
+                result = result * (repeat if self.kind == "int" else float(repeat))
+        shape = [self.shape[a] if a in present else 1 for a in kept]
+        result = np.broadcast_to(result.reshape(shape), [self.shape[a] for a in kept])
+        self.combine(target, plain, result)
+        return True
+
+    # ------------------------------------------------------------------ positions
+
+    def positions(self, items: tuple, active: Mask, shape: tuple, storing: bool = False
+                  ) -> list[Any]:
+        """The index of each dimension (int, int array or FULL), guards resolved against the
+        extents: a skipped iteration leaves the live mask; an unguarded index out of range on
+        an evaluated iteration is a Fallback (the scalar engine reports it)."""
+        raw: list[Any] = []
+        for item in items:
+            if isinstance(item, ast.Slice):
+                if storing or (item.start, item.stop, item.step) != (None, None, None):
+                    raise Fallback("':' in a store or a slice index")
+                raw.append(FULL)
+                continue
+            expanded = isinstance(item, ast.Expand)
+            inner = item.operand if expanded else item
+            value = self.ev(inner, active)
+            if value is NULL:
+                raise Fallback("a null index")
+            if expanded and item.count is not None and not isinstance(value, tuple):
+                count = self.ev(item.count, active)
+                if not isinstance(count, int):
+                    raise Fallback("a repeat count that is not an int")
+                value = (value,) * count
+            raw.extend(value if isinstance(value, tuple) else (value,))
+        if len(raw) != len(shape):
+            raise Fallback("an access with the wrong number of indices")
+        return [p if p is FULL else self.resolve(p, extent, active)
+                for p, extent in zip(raw, shape)]
+
+    def resolve(self, value: Any, extent: int, active: Mask) -> Any:
+        effective = _and(self.live, active)
+        if isinstance(value, Guard):
+            index = value.value
+            if A.kind(index) != "int":
+                raise Fallback("a guarded index that is not an int")
+            inside = (index >= 0) & (index < extent)
+            if value.lower is None:
+                if not isinstance(inside, np.ndarray):
+                    if not inside:
+                        self.live = np.zeros(self.shape, dtype=bool) if effective is None \
+                            else self.live_without(effective)
+                    return min(max(int(index), 0), max(extent - 1, 0))
+                self.live = _and(self.live, inside | ~effective) if effective is not None \
+                    else _and(self.live, inside)
+                return np.clip(index, 0, max(extent - 1, 0))
+            value = np.where(index < 0, value.lower, np.where(index >= extent, value.upper,
+                                                              index))
+            if value.ndim == 0:
+                value = int(value)
+        if isinstance(value, (bool, np.bool_)) or A.kind(value) != "int":
+            raise Fallback("an index that is not an int")
+        if isinstance(value, np.ndarray):
+            bad = (value < 0) | (value >= extent)
+            if _any(_and(bad, effective)) and bad.any():
+                raise Fallback("an index out of range")
+            return np.clip(value, 0, max(extent - 1, 0)) if bad.any() else value
+        if not 0 <= value < extent:
+            if _any(effective):
+                raise Fallback("an index out of range")
+            return 0
+        return int(value)
+
+    def live_without(self, effective: np.ndarray) -> np.ndarray:
+        return _and(self.live, ~np.broadcast_to(effective, self.shape))
+
+    def gather(self, array: np.ndarray, positions: list[Any]) -> Any:
+        """array[positions] over the box (a view where every index is a constant or an
+        axis)."""
+        plain = self.plain(positions)
+        if plain is not None:
+            view = array[self.selection(plain)]
+            kept = [v for k, v in plain if k == "axis"]
+            if not kept:
+                return _python(view)
+            order = sorted(range(len(kept)), key=lambda i: kept[i])
+            view = view.transpose(order)
+            shape = [1] * len(self.shape)
+            for a in sorted(kept):
+                shape[a] = self.shape[a]
+            return view.reshape(shape)
+        result = array[tuple(positions)]
+        return _python(result) if result.ndim == 0 else result
+
+    # ------------------------------------------------------------------ expressions
+
+    def ev(self, node: ast.Expr, active: Mask) -> Any:  # noqa: C901 - one case per node
+        """The value of `node` over the box: a Python value, an array, a tuple, NULL."""
+        key = id(node)
+        if key in self.constants:
+            return self.constants[key]
+        if self.is_compile_time(node):
+            try:
+                value = evaluate(node, self.instance.environment(self.profile))
+            except Diagnostic:
+                raise Fallback("a compile-time error") from None
+            self.constants[key] = value
+            return value
+        if isinstance(node, (ast.IntLiteral, ast.RealLiteral, ast.BoolLiteral)):
+            return node.value
+        if isinstance(node, ast.Constant):
+            return math.inf if node.name == "inf" else math.pi
+        if isinstance(node, ast.Name):
+            if node.name in self.frame:
+                return self.frame[node.name]
+            if node.name in self.symbols and not isinstance(self.symbols[node.name],
+                                                            TensorValue):
+                return self.symbols[node.name]
+            raise Fallback(f"'{node.name}' is not a value here")
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, active)
+        if isinstance(node, ast.Unary):
+            operand = self.ev(node.operand, active)
+            if node.op == "?":
+                return operand is not NULL
+            return self.lift(operand, active, lambda v, m: A.unary(node.op, v, self.profile, m),
+                             lambda v: semantics.unary(node.op, v, self.profile))
+        if isinstance(node, ast.Binary):
+            return self.binary(node, active)
+        if isinstance(node, ast.Select):
+            return self.select(node, active)
+        if isinstance(node, ast.ListExpr):
+            return self.list_expr(node, active)
+        if isinstance(node, ast.Builtin):
+            return self.call(node.name, node.args, active)
+        if isinstance(node, ast.Call):
+            if len(node.callee) != 1:
+                raise Fallback("a qualified call in a formula")
+            return self.call(node.callee[0], node.args, active)
+        if isinstance(node, ast.Member):
+            return self.member(node)
+        if isinstance(node, ast.Fold):
+            return self.fold(node, active)
+        if isinstance(node, ast.Substitute):
+            return self.substitute(node, active)
+        if isinstance(node, ast.Bounded):
+            return self.bounded(node, active)
+        raise Fallback(f"{type(node).__name__} in a formula")
+
+    def is_compile_time(self, node: ast.Expr) -> bool:
+        if isinstance(node, (ast.Bounded, ast.Expand, ast.Zip, ast.Placeholder)):
+            return False
+        names = free_names(node)
+        runtime = self.index_names | self.local_names | set(self.arrays)
+        return not names & runtime and all(
+            not isinstance(self.symbols.get(n), TensorValue) for n in names)
+
+    def lift(self, value: Any, active: Mask, array_rule: Callable, scalar_rule: Callable
+             ) -> Any:
+        """A one-operand rule item by item (packs), on arrays or on Python values."""
+        if value is NULL:
+            return NULL
+        if isinstance(value, tuple):
+            return tuple(self.lift(v, active, array_rule, scalar_rule) for v in value)
+        if isinstance(value, Guard):
+            raise Fallback("a guarded index used as a number")
+        if isinstance(value, np.ndarray):
+            try:
+                return array_rule(value, _and(self.live, active))
+            except A.Deferred as why:
+                raise Fallback(why.reason) from None
+        try:
+            return scalar_rule(value)
+        except semantics.NumericError:
+            raise Fallback("a numeric error") from None
+
+    def numeric2(self, node: ast.Node, op: str, a: Any, b: Any, active: Mask) -> Any:
+        """`a op b` by the numeric rules, item by item on packs."""
+        if a is NULL or b is NULL:
+            return NULL
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            length = len(a) if isinstance(a, tuple) else len(b)
+            a = a if isinstance(a, tuple) else (a,) * length
+            b = b if isinstance(b, tuple) else (b,) * length
+            if len(a) != len(b):
+                raise Fallback("packs of different lengths")
+            return tuple(self.numeric2(node, op, x, y, active) for x, y in zip(a, b))
+        if isinstance(a, Guard) or isinstance(b, Guard):
+            raise Fallback("a guarded index used as a number")
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            try:
+                return A.binary(op, a, b, self.profile, _and(self.live, active))
+            except A.Deferred as why:
+                raise Fallback(why.reason) from None
+        try:
+            return semantics.binary(op, a, b, self.profile)
+        except semantics.NumericError:
+            raise Fallback("a numeric error") from None
+
+    def binary(self, node: ast.Binary, active: Mask) -> Any:
+        left = self.ev(node.left, active)
+        if node.op == "??":
+            return left if left is not NULL else self.ev(node.right, active)
+        right = self.ev(node.right, active)
+        if node.op in ("is", "in"):
+            if isinstance(left, np.ndarray) or isinstance(right, np.ndarray) or \
+                    _has_array(left) or _has_array(right):
+                raise Fallback(f"'{node.op}' on tensor values")
+            if left is NULL or right is NULL:
+                return NULL
+            if node.op == "is":
+                return type(left) is type(right) and left == right
+            return tuple(x in right for x in left) if isinstance(left, tuple) else left in right
+        return self.numeric2(node, node.op, left, right, active)
+
+    def select(self, node: ast.Select, active: Mask) -> Any:
+        flag = self.ev(node.cond, active)
+        if flag is NULL:
+            return NULL
+        if isinstance(flag, (bool, np.bool_)) or \
+                (isinstance(flag, np.ndarray) and flag.ndim == 0 and flag.dtype == np.bool_):
+            if flag:
+                return self.ev(node.then, active)
+            return self.ev(node.otherwise, active) if node.otherwise is not None else NULL
+        if isinstance(flag, tuple):  # item by item, both branches evaluated (as scalar.py)
+            a = self.ev(node.then, active)
+            b = self.ev(node.otherwise, active) if node.otherwise is not None else NULL
+            if any(isinstance(f, np.ndarray) for f in flag):
+                raise Fallback("a pack of computed conditions in '?:'")
+            return tuple((a[i] if isinstance(a, tuple) else a) if f else
+                         (b[i] if isinstance(b, tuple) else b) for i, f in enumerate(flag))
+        if not isinstance(flag, np.ndarray) or flag.dtype != np.bool_:
+            raise Fallback("a non-bool condition in '?:'")
+        then_mask, else_mask = _and(active, flag), _and(active, ~flag)
+        chosen = []
+        for branch, mask in ((node.then, then_mask), (node.otherwise, else_mask)):
+            if not _any(_and(self.live, mask)):
+                chosen.append(None)
+                continue
+            value = self.ev(branch, mask) if branch is not None else NULL
+            if value is NULL or isinstance(value, (tuple, Guard)):
+                raise Fallback("a null or packed branch of '?:'")
+            chosen.append(value)
+        a, b = chosen
+        if a is None:
+            return b if b is not None else NULL
+        if b is None:
+            return a
+        a, b = A.as_array(a), A.as_array(b)
+        if A.kind(a) != A.kind(b):
+            raise Fallback("branches of '?:' of different types")
+        return np.where(flag, a, b)
+
+    def list_expr(self, node: ast.ListExpr, active: Mask) -> Any:
+        items: list[Any] = []
+        for item in node.items:
+            if isinstance(item, ast.Expand):
+                value = self.ev(item.operand, active)
+                if item.count is not None and not isinstance(value, tuple):
+                    count = self.ev(item.count, active)
+                    if not isinstance(count, int):
+                        raise Fallback("a repeat count that is not an int")
+                    value = (value,) * count
+                part = value if isinstance(value, tuple) else (value,)
+            elif isinstance(item, ast.Range):
+                start, stop = self.ev(item.start, active), self.ev(item.stop, active)
+                step = self.ev(item.step, active) if item.step is not None else 1
+                if not all(isinstance(v, int) for v in (start, stop, step)):
+                    raise Fallback("a range with computed ends")
+                part = tuple(range(start, stop, step))
+            else:
+                part = (self.ev(item, active),)
+            if any(v is NULL for v in part):
+                return NULL
+            items.extend(part)
+        return tuple(items)
+
+    def call(self, name: str, args: tuple, active: Mask) -> Any:
+        target = self.instance.dtypes.get(name, name)
+        if target in CASTS:
+            if not args:
+                return semantics.default_value(target)
+            return self.lift(self.ev(args[0], active), active,
+                             lambda v, m: A.cast(target, v, self.profile, m),
+                             lambda v: semantics.cast(target, v, self.profile))
+        if len(args) != 1:
+            raise Fallback(f"'{name}' with {len(args)} arguments")
+        return self.lift(self.ev(args[0], active), active,
+                         lambda v, m: A.builtin(name, v, self.profile, m),
+                         lambda v: semantics.builtin(name, v, self.profile))
+
+    def member(self, node: ast.Member) -> Any:
+        if isinstance(node.base, ast.Name) and node.base.name in self.symbols:
+            base = self.symbols[node.base.name]
+            if isinstance(base, TensorValue):
+                return base.shape if node.name == "shape" else len(base.shape)
+            return len(base) if isinstance(base, tuple) else NULL
+        raise Fallback("a member of a computed value")
+
+    def fold(self, node: ast.Fold, active: Mask) -> Any:
+        if node.op not in ("+", "*", "&&", "||", "<<", ">>") and not node.cumulative:
+            raise Fallback(f"the fold '{node.op} ..' on tensor values")
+        pack = self.ev(node.operand, active)
+        if pack is NULL:
+            return NULL
+        if not isinstance(pack, tuple):
+            raise Fallback("a fold of a non-pack")
+        base = "any"
+        if isinstance(node.operand, ast.Subscript) and isinstance(node.operand.base, ast.Name):
+            array = self.arrays.get(node.operand.base.name)
+            if isinstance(array, np.ndarray):
+                base = A.kind(array)
+        return fold_pack(node.op, pack, node.cumulative, base,
+                         lambda op, a, b: self.numeric2(node, op, a, b, active))
+
+    def subscript(self, node: ast.Subscript, active: Mask) -> Any:
+        base, item = node.base, None
+        if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
+                base.base.name in self.arrays and not base.trailing_comma:
+            item, base = base.items[0], base.base
+        if isinstance(base, ast.Name) and base.name in self.arrays:
+            return self.access(node, base.name, item, active)
+        pack = self.ev(base, active)
+        if pack is NULL:
+            return NULL
+        if len(node.items) != 1 or node.trailing_comma or not isinstance(pack, tuple):
+            raise Fallback("an unusual pack index")
+        return self.pick(pack, node.items[0], active)
+
+    def pick(self, pack: tuple, item: ast.IndexItem, active: Mask) -> Any:
+        """An item or a selection of a pack (§2.4); an index array gathers from a pack of
+        numbers."""
+        if isinstance(item, ast.Slice):
+            parts = [self.ev(p, active) if p is not None else None
+                     for p in (item.start, item.stop, item.step)]
+            if not all(p is None or isinstance(p, int) for p in parts):
+                raise Fallback("a pack slice with computed ends")
+            return tuple(pack[slice(*parts)])
+        position = self.ev(item, active)
+        if position is NULL:
+            return NULL
+        if isinstance(position, tuple):
+            if not all(isinstance(p, (int, bool)) for p in position):
+                raise Fallback("a computed pack selection")
+            if position and isinstance(position[0], bool):
+                return tuple(v for v, keep in zip(pack, position) if keep)
+            return tuple(pack[p] for p in position)
+        if isinstance(position, int) and not isinstance(position, bool):
+            if not -len(pack) <= position < len(pack):
+                raise Fallback("a pack index out of range")
+            return pack[position]
+        if isinstance(position, np.ndarray) and A.kind(position) == "int" and pack and \
+                all(not isinstance(v, (tuple, np.ndarray, Guard)) and v is not NULL
+                    for v in pack):
+            kinds = {semantics.kind(v) for v in pack}
+            if len(kinds) != 1:
+                raise Fallback("a pack of mixed types indexed by an array")
+            table = A.as_array(np.array(pack))
+            effective = _and(self.live, active)
+            bad = (position < -len(pack)) | (position >= len(pack))
+            if _any(_and(bad, effective)) and bad.any():
+                raise Fallback("a pack index out of range")
+            return table[np.clip(position, -len(pack), len(pack) - 1)]
+        raise Fallback("a pack indexed by a computed value")
+
+    def substitute(self, node: ast.Substitute, active: Mask) -> Any:
+        values = self.ev(node.target.base, active)
+        new = self.ev(node.value, active)
+        if values is NULL or new is NULL:
+            return NULL
+        if not isinstance(values, tuple):
+            raise Fallback("a substitution into a non-pack")
+        chosen = self.pick(tuple(range(len(values))), node.target.items[0], active)
+        result = list(values)
+        if isinstance(chosen, tuple):
+            news = new if isinstance(new, tuple) else (new,) * len(chosen)
+            for position, value in zip(chosen, news):
+                result[position] = value
+        elif isinstance(chosen, int):
+            result[chosen] = new
+        else:
+            raise Fallback("a computed substitution position")
+        return tuple(result)
+
+    def bounded(self, node: ast.Bounded, active: Mask) -> Any:
+        raw = self.ev(node.index, active)
+        low = self.ev(node.lower, active) if node.lower is not None else None
+        high = self.ev(node.upper, active) if node.upper is not None else None
+        if isinstance(raw, tuple):
+            lows = low if isinstance(low, tuple) else (low,) * len(raw)
+            highs = high if isinstance(high, tuple) else (high,) * len(raw)
+            return tuple(Guard(r, lo, hi) for r, lo, hi in zip(raw, lows, highs))
+        return Guard(raw, low, high)
+
+    def access(self, node: ast.Subscript, name: str, item: ast.Expr | None, active: Mask
+               ) -> Any:
+        target = self.arrays[name]
+        if target is NULL:
+            return NULL
+        if item is not None:
+            k = self.ev(item, active)
+            if not isinstance(target, list) or not isinstance(k, int) or \
+                    isinstance(k, bool) or not 0 <= k < len(target):
+                raise Fallback("a pack item index that is not a valid int")
+            target = target[k]
+        if isinstance(target, list):
+            raise Fallback("a whole pack of tensors read at once")
+        positions = self.positions(node.items, active, target.shape)
+        full = [d for d, p in enumerate(positions) if p is FULL]
+        if not full:
+            return self.gather(target, positions)
+        values = []
+        for combination in itertools.product(*(range(target.shape[d]) for d in full)):
+            chosen = list(positions)
+            for d, v in zip(full, combination):
+                chosen[d] = v
+            values.append(self.gather(target, chosen))
+        return tuple(values)
+
+
+def _neutral(op: str, kind: str) -> Any:
+    if op == "+=":
+        return 0.0 if kind == "real" else 0
+    if op == "*=":
+        return 1.0 if kind == "real" else 1
+    if op == "&=":
+        return True
+    if op == "|=":
+        return False
+    if kind == "int":
+        return A.INT64_MAX if op == "<=" else A.INT64_MIN
+    return math.inf if op == "<=" else -math.inf
+
+
+def _python(value: np.ndarray) -> Value:
+    value = np.asarray(value)
+    if value.dtype == np.bool_:
+        return bool(value)
+    if np.issubdtype(value.dtype, np.integer):
+        return int(value)
+    return float(value)
+
+
+def _has_array(value: Any) -> bool:
+    return isinstance(value, tuple) and any(isinstance(v, np.ndarray) or _has_array(v)
+                                            for v in value)
