@@ -372,13 +372,14 @@ def _group_packs(arrays: dict) -> dict:
 
 
 def cmd_eval(args: argparse.Namespace, out: Output) -> int:
-    """Evaluate an operator or graph on input arrays (@lower by the scalar engine, @compose by
+    """Evaluate an operator or graph on input arrays (@lower by the chosen engine, @compose by
     running its invocations)."""
     import numpy as np
 
     from . import semantics
     from .compose import Executor, kind_of, tensor_info
     from .instance import Invocation
+    from .lower.engines import make_engine
     from .params import ParameterStore, load_params
 
     profile = semantics.PROFILES[args.profile]
@@ -397,8 +398,10 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     invocation.inputs = {name: tensor_info(array) for name, array in arrays.items()}
     if args.max_iterations < 1 or args.max_depth < 1:
         raise Diagnostic("--max-iterations and --max-depth must be at least 1")
+    engine = make_engine(args.engine, parse_size(args.max_memory),
+                         log=_engine_log(out) if args.verbose else None)
     executor = Executor(program, profile, max_depth=args.max_depth,
-                        max_iterations=args.max_iterations, params=params)
+                        max_iterations=args.max_iterations, params=params, engine=engine)
     outputs = executor.run(definition, program.main, invocation, arrays)
     for name in params.unused():
         out.diagnostic(Diagnostic(f"--params entry '{name}' is not a variable of "
@@ -417,6 +420,31 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     if args.output:
         np.savez(args.output, **flat)
     return EXIT_OK
+
+
+def parse_size(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (powers of 1024), e.g. '512M'."""
+    units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+    number, unit = text.strip().upper().rstrip("IB") or "0", 1
+    if number[-1:] in units:
+        number, unit = number[:-1], units[number[-1]]
+    try:
+        size = int(float(number) * unit)
+    except ValueError:
+        raise Diagnostic(f"--max-memory expects a size such as 2G or 512M; got '{text}'") \
+            from None
+    if size < 1:
+        raise Diagnostic(f"--max-memory must be positive; got '{text}'")
+    return size
+
+
+def _engine_log(out: Output):
+    """--verbose: one note per operator run by @lower, naming the engine that ran it."""
+    def log(instance, engine: str) -> None:
+        definition = instance.definition
+        out.diagnostic(Diagnostic(f"engine: {definition.name} ({definition.span}): {engine}",
+                                  severity="note"))
+    return log
 
 
 def _stats(array) -> list[str]:
@@ -504,6 +532,16 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the most iterations a loop may run (default 1000000)")
     eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",
                           help="the deepest nesting of operator invocations (default 256)")
+    eval_cmd.add_argument("--engine", choices=["scalar", "vector", "auto"], default="auto",
+                          help="how @lower formulas run: scalar (element by element, the "
+                               "definition), vector (NumPy, falling back to scalar per "
+                               "formula where it cannot be exact) or auto (scalar for small "
+                               "operators, vector otherwise; the default)")
+    eval_cmd.add_argument("--max-memory", default="2G", metavar="SIZE",
+                          help="the most memory the vector engine's temporaries may take at "
+                               "once (default 2G); larger iteration spaces run in chunks")
+    eval_cmd.add_argument("--verbose", action="store_true",
+                          help="print which engine ran each operator")
     eval_cmd.set_defaults(run=cmd_eval)
     return parser
 

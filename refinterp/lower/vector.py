@@ -122,13 +122,13 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
     outputs = allocate_outputs(instance, plan)
     arrays = lowering_arrays(instance, inputs, outputs)
     for formula in plan.formulas:
-        target = arrays[formula.output]
-        saved = [a.copy() for a in target] if isinstance(target, list) else target.copy()
+        runner = VectorFormula(instance, formula, arrays, profile, max_memory)
         try:
-            VectorFormula(instance, formula, arrays, profile, max_memory).run()
+            runner.run()
             report = FormulaReport(formula, "vector")
         except Fallback as why:
-            _restore(target, saved)
+            if runner.saved is not None:  # some boxes were written before the fallback
+                _restore(arrays[formula.output], runner.saved)
             run_formula(instance, formula, arrays, profile)
             report = FormulaReport(formula, "scalar", why.reason)
         if reports is not None:
@@ -163,6 +163,7 @@ class VectorFormula:
         self.local_names = {local.name for local in formula.locals}
         self.constants: dict[int, Value] = {}
         self.reads_output = self._reads_output()
+        self.saved: Any = None  # a copy of the output, when it is written box by box
         self.kind = self._output_kind()
 
     # ------------------------------------------------------------------ planning
@@ -302,6 +303,10 @@ class VectorFormula:
             self.written = {}  # id(array) -> bool mask of cells written by this formula
         if any(axis.size == 0 for axis in self.axes):
             return
+        if len(boxes) > 1:  # a single box writes only once every check has passed
+            target = self.arrays[self.formula.output]
+            self.saved = [a.copy() for a in target] if isinstance(target, list) else \
+                target.copy()
         for box in boxes:
             self.run_box(box)
 
@@ -315,7 +320,7 @@ class VectorFormula:
         self.live: Mask = None
         values: dict[str, list[Any]] = {}
         for a, (axis, (lo, hi)) in enumerate(zip(self.axes, box)):
-            if a in self.sequential:
+            if a in self.sequential or hi - lo == 1:
                 value: Any = lo
             else:
                 shape = [1] * n
@@ -573,7 +578,7 @@ class VectorFormula:
                 bound = np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in operands])
                 if np.any(bound * repeat >= A.SAFE_INT):
                     raise Fallback("an int contraction may leave int64")
-            result = np.einsum(spec, *operands, optimize=len(operands) > 2)
+            result = np.einsum(spec, *operands, optimize=len(operands) > 1)
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         shape = [self.shape[a] if a in present else 1 for a in kept]
@@ -761,6 +766,9 @@ class VectorFormula:
         if isinstance(a, Guard) or isinstance(b, Guard):
             raise Fallback("a guarded index used as a number")
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            same = _int_identity(op, a, b)
+            if same is not None:
+                return same
             try:
                 return A.binary(op, a, b, self.profile, _and(self.live, active))
             except A.Deferred as why:
@@ -989,6 +997,17 @@ class VectorFormula:
                 chosen[d] = v
             values.append(self.gather(target, chosen))
         return tuple(values)
+
+
+def _int_identity(op: str, a: Any, b: Any) -> np.ndarray | None:
+    """`x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x` on an int array: x itself (the same
+    object, so an index like `g * m + i` with g fixed at 0 stays recognisably the axis i)."""
+    for array, other, ops in ((a, b, ("+", "-")), (b, a, ("+",))):
+        if isinstance(array, np.ndarray) and array.dtype == np.int64 and \
+                type(other) is int and ((other == 0 and op in ops) or
+                                        (other == 1 and op == "*")):
+            return array
+    return None
 
 
 def _neutral(op: str, kind: str) -> Any:

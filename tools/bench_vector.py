@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Benchmark of the vector engine (issue 8): each case is run by refinterp (the stdlib
+operator through `run_operator`, engine `vector`) and by the same computation hand-written in
+NumPy, in the same run; the ratio refinterp / NumPy is printed, with the target.
+
+    python tools/bench_vector.py [--repeat N] [--case NAME ...] [--max-memory SIZE]
+
+Times are the best of N runs (after one warm-up run that also parses the stdlib). Every case
+also checks that both results agree (the benchmark is no use if the engine is wrong).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
+
+from refinterp.api import run_operator  # noqa: E402
+from refinterp.lower import engines  # noqa: E402
+
+
+def best_time(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    result = function()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+# --------------------------------------------------------------------------- NumPy references
+
+
+def np_conv(x: np.ndarray, w: np.ndarray, stride: int = 1, pad: int = 0,
+            bias: np.ndarray | None = None) -> np.ndarray:
+    """NCHW convolution by sliding windows and tensordot."""
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    windows = sliding_window_view(x, w.shape[2:], axis=(2, 3))[:, :, ::stride, ::stride]
+    y = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+    return y + bias.reshape(1, -1, 1, 1) if bias is not None else y
+
+
+def np_max_pool(x: np.ndarray, size: int, stride: int) -> np.ndarray:
+    windows = sliding_window_view(x, (size, size), axis=(2, 3))[:, :, ::stride, ::stride]
+    return windows.max(axis=(4, 5))
+
+
+def np_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def operator_case(name: str, inputs: dict, attributes: dict, output: str,
+                  reference: Callable[[], np.ndarray], engine: str):
+    """The engine run on the operator's instance, which is built once (instantiation —
+    attributes, shapes, asserts — is the compile step; `total` in the report includes it)."""
+    captured: list[tuple] = []
+
+    def capture(instance, arrays, profile):
+        captured.append((instance, arrays, profile))
+        return engines.make_engine(engine)(instance, arrays, profile)
+
+    engines.ENGINES["bench-capture"] = capture
+    run_operator(name, inputs, attributes, engine="bench-capture")
+    del engines.ENGINES["bench-capture"]
+    if len(captured) != 1:
+        raise RuntimeError(f"{name} is not a single @lower operator")
+    instance, arrays, profile = captured[0]
+    run = engines.make_engine(engine)
+
+    def ours() -> np.ndarray:
+        return run(instance, arrays, profile)[output]
+
+    def total() -> np.ndarray:
+        return run_operator(name, inputs, attributes, engine=engine)[output]
+    return ours, reference, total
+
+
+ALEXNET = """
+import nn;
+import layout;
+
+graph AlexNet {
+    @input { input: real[1,3,224,224]; }
+    @output { output: real[1,1000]; }
+    @variable {
+        kernel1: real[64,3,11,11]; bias1: real[64];
+        kernel2: real[192,64,5,5]; bias2: real[192];
+        kernel3: real[384,192,3,3]; bias3: real[384];
+        kernel4: real[256,384,3,3]; bias4: real[256];
+        kernel5: real[256,256,3,3]; bias5: real[256];
+        weight6: real[4096,9216]; bias6: real[4096];
+        weight7: real[4096,4096]; bias7: real[4096];
+        weight8: real[1000,4096]; bias8: real[1000];
+    }
+    @compose {
+        conv1 = nn.relu(nn.conv{stride = 4, padding = [2,2,2,2]}(input, kernel1, bias1));
+        pool1 = nn.max_pool{size = [3,3], stride = [2,2], padding = [0,0,0,0]}(conv1);
+        conv2 = nn.relu(nn.conv{padding = [2,2,2,2]}(pool1, kernel2, bias2));
+        pool2 = nn.max_pool{size = [3,3], stride = [2,2], padding = [0,0,0,0]}(conv2);
+        conv3 = nn.relu(nn.conv{padding = [1,1,1,1]}(pool2, kernel3, bias3));
+        conv4 = nn.relu(nn.conv{padding = [1,1,1,1]}(conv3, kernel4, bias4));
+        conv5 = nn.relu(nn.conv{padding = [1,1,1,1]}(conv4, kernel5, bias5));
+        pool5 = nn.max_pool{size = [3,3], stride = [2,2], padding = [0,0,0,0]}(conv5);
+        flat = layout.reshape{shape = [1, 9216]}(pool5);
+        fc6 = nn.relu(nn.linear(flat, weight6, bias6));
+        fc7 = nn.relu(nn.linear(fc6, weight7, bias7));
+        output = nn.linear(fc7, weight8, bias8);
+    }
+}
+"""
+
+
+def alexnet_case(rng: np.random.Generator, engine: str):
+    shapes = {"kernel1": (64, 3, 11, 11), "kernel2": (192, 64, 5, 5),
+              "kernel3": (384, 192, 3, 3), "kernel4": (256, 384, 3, 3),
+              "kernel5": (256, 256, 3, 3), "weight6": (4096, 9216),
+              "weight7": (4096, 4096), "weight8": (1000, 4096)}
+    params: dict[str, np.ndarray] = {}
+    for i, (name, shape) in enumerate(shapes.items(), start=1):
+        fan_in = int(np.prod(shape[1:]))
+        params[name] = rng.standard_normal(shape) / np.sqrt(fan_in)
+        params[f"bias{i}"] = rng.standard_normal(shape[0]) * 0.1
+    x = rng.standard_normal((1, 3, 224, 224))
+    folder = Path(tempfile.mkdtemp(prefix="bench_alexnet_"))
+    (folder / "main.sknd").write_text(ALEXNET)
+
+    from refinterp.api import load_program
+    from refinterp.compose import Executor, tensor_info
+    from refinterp.instance import Invocation
+    from refinterp.params import ParameterStore
+    from refinterp import semantics
+
+    program = load_program(folder / "main.sknd")
+    definition = next(d for d in program.main.tree.definitions if d.name == "AlexNet")
+
+    def ours() -> np.ndarray:
+        store = ParameterStore(graph="main.AlexNet", arrays=dict(params), folder=folder)
+        invocation = Invocation({}, {"input": tensor_info(x)}, (), semantics.SPEC)
+        executor = Executor(program, semantics.SPEC, engine=engines.make_engine(engine),
+                            params=store)
+        return executor.run(definition, program.main, invocation, {"input": x})["output"]
+
+    def reference() -> np.ndarray:
+        relu = lambda v: np.maximum(v, 0.0)  # noqa: E731
+        p = params
+        y = relu(np_conv(x, p["kernel1"], 4, 2, p["bias1"]))
+        y = np_max_pool(y, 3, 2)
+        y = relu(np_conv(y, p["kernel2"], 1, 2, p["bias2"]))
+        y = np_max_pool(y, 3, 2)
+        y = relu(np_conv(y, p["kernel3"], 1, 1, p["bias3"]))
+        y = relu(np_conv(y, p["kernel4"], 1, 1, p["bias4"]))
+        y = relu(np_conv(y, p["kernel5"], 1, 1, p["bias5"]))
+        y = np_max_pool(y, 3, 2).reshape(1, -1)
+        y = relu(y @ p["weight6"].T + p["bias6"])
+        y = relu(y @ p["weight7"].T + p["bias7"])
+        return y @ p["weight8"].T + p["bias8"]
+
+    return ours, reference, None
+
+
+def build_cases(engine: str) -> dict[str, tuple]:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
+    x1m, y1m = rng.standard_normal((1000, 1000)), rng.standard_normal((1000, 1000))
+    conv_x, conv_w = rng.standard_normal((1, 64, 56, 56)), rng.standard_normal((64, 64, 3, 3))
+    pool_x = rng.standard_normal((1, 64, 112, 112))
+    def case(name, inputs, attributes, output, reference, target):
+        return lambda: (*operator_case(name, inputs, attributes, output, reference, engine),
+                        target)
+
+    return {
+        "matmul 256^3": case("linalg.matmul", {"A": a, "B": b}, {}, "Z", lambda: a @ b, 2.0),
+        "add 1M": case("math.add", {"x": x1m, "y": y1m}, {}, "z", lambda: x1m + y1m, 2.0),
+        "sum_reduce 1000x1000 axis 1": case(
+            "math.sum_reduce", {"input": x1m}, {"axes": [1]}, "output",
+            lambda: x1m.sum(axis=1, keepdims=True), 2.0),
+        "conv 1x64x56x56 3x3->64": case(
+            "nn.conv", {"input": conv_x, "filter": conv_w}, {"padding": [1, 1, 1, 1]},
+            "output", lambda: np_conv(conv_x, conv_w, 1, 1), 3.0),
+        "max_pool 3x3/2 1x64x112x112": case(
+            "nn.max_pool", {"input": pool_x},
+            {"size": [3, 3], "stride": [2, 2], "padding": [0, 0, 0, 0]}, "output",
+            lambda: np_max_pool(pool_x, 3, 2), 3.0),
+        "softmax 1000x1000": case("nn.softmax", {"input": x1m}, {"axes": [1]}, "output",
+                                  lambda: np_softmax(x1m, 1), 2.0),
+        "AlexNet 224 batch 1": lambda: (*alexnet_case(rng, engine), None),  # under 3 s
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--case", action="append", default=[],
+                        help="run only cases whose name contains this text")
+    parser.add_argument("--engine", default="vector", choices=["vector", "auto"])
+    args = parser.parse_args()
+    failed = False
+    print(f"{'case':30} {'engine':>9} {'numpy':>9} {'ratio':>7} {'target':>7}  check"
+          f"        {'total':>9} {'ratio':>7}")
+    for name, build in build_cases(args.engine).items():
+        if args.case and not any(c in name for c in args.case):
+            continue
+        try:
+            ours, reference, total, target = build()
+            ours_time, ours_result = best_time(ours, args.repeat)
+            total_time = best_time(total, args.repeat)[0] if total else None
+        except Exception as error:  # a broken operator must not hide the other figures
+            print(f"{name:30} failed: {str(error).splitlines()[0]}")
+            failed = True
+            continue
+        ref_time, ref_result = best_time(reference, args.repeat)
+        ok = np.allclose(ours_result, ref_result, rtol=1e-9, atol=1e-9)
+        ratio = ours_time / ref_time
+        if target is None:
+            verdict = "ok" if ours_time < 3.0 else "SLOW"
+            goal = "< 3 s"
+        else:
+            verdict = "ok" if ratio <= target else "SLOW"
+            goal = f"<= {target:g}x"
+        failed |= verdict != "ok" or not ok
+        line = (f"{name:30} {ours_time * 1e3:7.1f}ms {ref_time * 1e3:7.1f}ms {ratio:6.2f}x "
+                f"{goal:>7}  {'equal' if ok else 'DIFFERENT'} {verdict:4}")
+        if total_time is not None:
+            line += f"   {total_time * 1e3:7.1f}ms {total_time / ref_time:6.2f}x"
+        print(line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
