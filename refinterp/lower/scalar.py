@@ -65,8 +65,9 @@ def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str
             if dtype is None:
                 raise EngineDiagnostic(f"output '{name}' has type {item.dtype}, which has no "
                                        f"tensor representation", instance.definition.span)
-            start = plan.implicit_start.get(name, 0)
-            arrays.append(np.full(item.shape, _neutral(start, item.dtype), dtype=dtype))
+            start = _neutral(plan.implicit_start.get(name, 0), item.dtype)
+            arrays.append(np.zeros(item.shape, dtype=dtype) if start == 0 else
+                          np.full(item.shape, start, dtype=dtype))
         outputs[name] = arrays if isinstance(info, tuple) else arrays[0]
     return outputs
 

@@ -133,7 +133,7 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
             report = FormulaReport(formula, "scalar", why.reason)
         if reports is not None:
             reports.append(report)
-    return outputs
+    return {name: arrays[name] for name in outputs}  # a formula may adopt a new array
 
 
 def _restore(target: Any, saved: Any) -> None:
@@ -162,8 +162,13 @@ class VectorFormula:
         self.index_names = {r.name for r in formula.indices}
         self.local_names = {local.name for local in formula.locals}
         self.constants: dict[int, Value] = {}
-        self.reads_output = self._reads_output()
+        self.environment: Any = None  # for compile-time subexpressions, made when needed
+        self.reads_output = _cached(formula.node, "reads", self._reads_output)
         self.saved: Any = None  # a copy of the output, when it is written box by box
+        self.padding_allowed = False  # may a guarded access read a zero-padded view?
+        self.padded = False           # did one?
+        self.padded_bases: list[np.ndarray] = []
+        self.padded_views: set[int] = set()
         self.kind = self._output_kind()
 
     # ------------------------------------------------------------------ planning
@@ -204,17 +209,16 @@ class VectorFormula:
     def _axes_of(self, names: set[str]) -> set[int]:
         return {a for a, axis in enumerate(self.axes) if axis.name in names}
 
-    def _scalar_axes(self) -> set[int]:
-        """Axes that take one value at a time: those selecting an item of a pack of tensors,
-        and, for a formula reading its output, those the output position does not use."""
-        scalar: set[int] = set()
+    def _item_selectors(self) -> dict[str, frozenset[str]]:
+        """For each `xs[k][...]` access: the tensor pack's name and the names `k` uses."""
+        selectors: dict[str, set[str]] = {}
 
         def visit(node: object) -> None:
             if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Subscript) and \
-                    isinstance(node.base.base, ast.Name) and \
-                    isinstance(self.arrays.get(node.base.base.name), list):
+                    isinstance(node.base.base, ast.Name):
+                names = selectors.setdefault(node.base.base.name, set())
                 for item in node.base.items:
-                    scalar.update(self._axes_of(free_names(item)))
+                    names.update(free_names(item))
             if isinstance(node, ast.Node):
                 for value in vars(node).values():
                     visit(value)
@@ -224,25 +228,38 @@ class VectorFormula:
 
         for expr in self._expressions():
             visit(expr)
+        return {name: frozenset(names) for name, names in selectors.items()}
+
+    def _scalar_axes(self) -> set[int]:
+        """Axes that take one value at a time: those selecting an item of a pack of tensors,
+        and, for a formula reading its output, those the output position does not use."""
+        scalar: set[int] = set()
+        selectors = _cached(self.formula.node, "selectors", self._item_selectors)
+        for name, names in selectors.items():
+            if isinstance(self.arrays.get(name), list):
+                scalar.update(self._axes_of(names))
         if self.formula.item is not None:
             scalar.update(self._axes_of(free_names(self.formula.item)))
         if self.reads_output:
             if self.formula.op not in ("=", ":="):
                 raise Fallback("an update that reads its own output")
-            self._check_same_position_reads()
+            if not _cached(self.formula.node, "same-position", self._same_position_reads):
+                raise Fallback("the output is read at another position than it is written")
             stored = free_names(self.formula.access)
             scalar.update(a for a, axis in enumerate(self.axes) if axis.name not in stored)
         return scalar
 
-    def _check_same_position_reads(self) -> None:
+    def _same_position_reads(self) -> bool:
         """A formula reading its output is vectorised over output cells only if every read
         is at the very position it writes (the cells are then independent)."""
         output, store = self.formula.output, self.formula.access
+        same = True
 
         def visit(node: object) -> None:
+            nonlocal same
             if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name) and \
                     node.base.name == output and node.items != store:
-                raise Fallback("the output is read at another position than it is written")
+                same = False
             if isinstance(node, ast.Node):
                 for value in vars(node).values():
                     visit(value)
@@ -253,6 +270,7 @@ class VectorFormula:
         f = self.formula
         for expr in (f.value, f.condition, *(local.value for local in f.locals)):
             visit(expr)
+        return same
 
     def _boxes(self, scalar: set[int]) -> tuple[list[list[tuple[int, int]]], bool]:
         """The boxes to run, in row-major order of their sequential axes, and whether that
@@ -344,9 +362,18 @@ class VectorFormula:
             if flag is False:
                 return
             cond = None if flag is True else flag
-        if f.op == "+=" and self.kind in ("int", "real"):
+        contracting = f.op == "+=" and self.kind in ("int", "real")
+        if contracting:
+            # factors may be zero-padded views (a guarded index outside the tensor reads 0,
+            # which adds nothing to the contraction); other stores rerun without padding
+            self.padded = False
             nodes = self.factors(f.value)
-            factors = [self.ev(node, cond) for node in nodes]
+            live = self.live
+            factors = []
+            for node in nodes:  # only a factor that is itself an access may read padding
+                self.padding_allowed = isinstance(node, ast.Subscript)
+                factors.append(self.ev(node, cond))
+            self.padding_allowed = False
             value = None
         else:
             factors, value = None, self.ev(f.value, cond)
@@ -359,6 +386,11 @@ class VectorFormula:
             plain = self.plain(positions)
             if plain is not None and self.contract(target, plain, factors, valid):
                 return
+            if self.padded:  # evaluate again without padded views
+                self.live = live
+                factors = [self.ev(node, cond) for node in nodes]
+                positions = self.positions(f.access, cond, target.shape, storing=True)
+                valid = _and(self.live, cond)
             value = factors[0]
             for node, factor in zip(nodes[1:], factors[1:]):
                 value = self.numeric2(node, "*", value, factor, cond)
@@ -449,6 +481,8 @@ class VectorFormula:
         kept = [v for k, v in plain if k == "axis"] if plain is not None else []
         reduced = [a for a in range(len(self.shape)) if a not in kept and self.shape[a] > 1]
         if plain is not None and op in ("=", ":=") and not reduced and self.written is None:
+            if self.adopt(target, kept, value, valid):
+                return
             sel = self.selection(plain)
             new = self.arrange(value, kept)
             if valid is not None:
@@ -462,6 +496,20 @@ class VectorFormula:
             self.reduce(target, plain, kept, reduced, value, valid)
         else:
             self.scatter_update(target, positions, value, valid)
+
+    def adopt(self, target: np.ndarray, kept: list[int], value: np.ndarray, valid: Mask
+              ) -> bool:
+        """Make a freshly computed value array the output itself, instead of copying it in,
+        when it covers the whole output in its layout (the common `y[i..] = f(x[i..])`)."""
+        if valid is not None or self.formula.item is not None or \
+                self.arrays[self.formula.output] is not target or \
+                value.shape != self.shape or not value.flags.owndata or \
+                not value.flags.c_contiguous or value.dtype != target.dtype or \
+                kept != sorted(kept) or [self.shape[a] for a in kept] != list(target.shape) \
+                or math.prod(self.shape) != target.size:
+            return False
+        self.arrays[self.formula.output] = value.reshape(target.shape)
+        return True
 
     def flat_positions(self, target: np.ndarray, positions: list[Any], value: np.ndarray,
                        valid: Mask) -> tuple[np.ndarray, np.ndarray]:
@@ -555,9 +603,12 @@ class VectorFormula:
         arrays = [f for f in factors if isinstance(f, np.ndarray) and f.ndim == len(self.shape)]
         if len(arrays) != len(factors) or any(A.kind(f) != self.kind for f in arrays):
             return False
+        if (valid is not None or self.padded) and self.kind == "real":
+            # 0 * inf is nan: a skipped iteration must contribute nothing
+            checked = [f for f in arrays if id(f) not in self.padded_views]
+            if not all(np.isfinite(a).all() for a in checked + self.padded_bases):
+                return False
         if valid is not None:
-            if self.kind == "real" and not all(np.isfinite(f).all() for f in arrays):
-                return False  # 0 * inf is nan: a skipped iteration must contribute nothing
             arrays.append(valid.astype(arrays[0].dtype))
         kept = [v for k, v in plain if k == "axis"]
         letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -649,6 +700,70 @@ class VectorFormula:
             return 0
         return int(value)
 
+    def affine_view(self, items: tuple, active: Mask, array: np.ndarray) -> Any:
+        """A strided view for an access whose every index is affine in the axes (`2 * i + j -
+        1`), or None. A guarded index reaching outside the tensor needs a zero-padded copy,
+        allowed only while the factors of a contraction are evaluated."""
+        if any(isinstance(item, ast.Slice) for item in items):
+            return None
+        raw: list[Any] = []
+        padding_allowed, self.padding_allowed = self.padding_allowed, False
+        try:
+            for item in items:
+                expanded = isinstance(item, ast.Expand)
+                if expanded and item.count is not None:
+                    return None
+                value = self.ev(item.operand if expanded else item, active)
+                raw.extend(value if isinstance(value, tuple) else (value,))
+        finally:
+            self.padding_allowed = padding_allowed
+        if len(raw) != array.ndim or not self.axis_arrays:
+            return None
+        terms, guarded = [], []
+        for value in raw:
+            is_guard = isinstance(value, Guard)
+            if is_guard and value.lower is not None:
+                return None
+            term = _affine(value.value if is_guard else value, self.shape)
+            if term is None:
+                return None
+            terms.append(term)
+            guarded.append(is_guard)
+        pads = []
+        for (origin, coefficients), extent, is_guard in zip(terms, array.shape, guarded):
+            low = origin + sum(min(0, c * (self.shape[a] - 1)) for a, c in coefficients.items())
+            high = origin + sum(max(0, c * (self.shape[a] - 1)) for a, c in coefficients.items())
+            before, after = max(0, -low), max(0, high - (extent - 1))
+            if (before or after) and not (is_guard and padding_allowed):
+                return None
+            pads.append((before, after))
+        base = array
+        if any(before or after for before, after in pads):
+            if sum(b + a for b, a in pads) > 4 * sum(array.shape):
+                return None  # mostly padding: the gather is cheaper
+            base = np.pad(array, pads)
+            self.padded = True
+            self.padded_bases.append(base)  # its zeros must meet finite factors only
+        base = np.ascontiguousarray(base)
+        item = base.itemsize
+        strides_of_dims = [st for st in base.strides]
+        offset = sum((origin + before) * st for (origin, _), (before, _), st in
+                     zip(terms, pads, strides_of_dims))
+        strides = [0] * len(self.shape)
+        for (_, coefficients), st in zip(terms, strides_of_dims):
+            for a, c in coefficients.items():
+                strides[a] += c * st
+        shape = [self.shape[a] if strides[a] or any(a in c for _, c in terms) else 1
+                 for a in range(len(self.shape))]
+        flat = base.reshape(-1)[offset // item:]
+        view = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides,
+                                               writeable=False)
+        if not any(coefficients for _, coefficients in terms):
+            return _python(view.reshape(()))
+        if base is not array and base is self.padded_bases[-1]:
+            self.padded_views.add(id(view))
+        return view
+
     def live_without(self, effective: np.ndarray) -> np.ndarray:
         return _and(self.live, ~np.broadcast_to(effective, self.shape))
 
@@ -678,8 +793,10 @@ class VectorFormula:
         if key in self.constants:
             return self.constants[key]
         if self.is_compile_time(node):
+            if self.environment is None:
+                self.environment = self.instance.environment(self.profile)
             try:
-                value = evaluate(node, self.instance.environment(self.profile))
+                value = evaluate(node, self.environment)
             except Diagnostic:
                 raise Fallback("a compile-time error") from None
             self.constants[key] = value
@@ -728,7 +845,7 @@ class VectorFormula:
     def is_compile_time(self, node: ast.Expr) -> bool:
         if isinstance(node, (ast.Bounded, ast.Expand, ast.Zip, ast.Placeholder)):
             return False
-        names = free_names(node)
+        names = _free_names(node)
         runtime = self.index_names | self.local_names | set(self.arrays)
         return not names & runtime and all(
             not isinstance(self.symbols.get(n), TensorValue) for n in names)
@@ -986,6 +1103,9 @@ class VectorFormula:
             target = target[k]
         if isinstance(target, list):
             raise Fallback("a whole pack of tensors read at once")
+        view = self.affine_view(node.items, active, target)
+        if view is not None:
+            return view
         positions = self.positions(node.items, active, target.shape)
         full = [d for d, p in enumerate(positions) if p is FULL]
         if not full:
@@ -997,6 +1117,55 @@ class VectorFormula:
                 chosen[d] = v
             values.append(self.gather(target, chosen))
         return tuple(values)
+
+
+_ANALYSES: dict[tuple[int, str], tuple[ast.Node, Any]] = {}
+
+
+def _cached(node: ast.Node, what: str, analyse: Callable[[], Any]) -> Any:
+    """A static analysis of a formula, remembered per AST node."""
+    entry = _ANALYSES.get((id(node), what))
+    if entry is None or entry[0] is not node:
+        entry = (node, analyse())
+        _ANALYSES[(id(node), what)] = entry
+    return entry[1]
+
+
+_FREE_NAMES: dict[int, tuple[ast.Node, frozenset[str]]] = {}
+
+
+def _free_names(node: ast.Expr) -> frozenset[str]:
+    """binding.free_names, remembered per AST node (the tree is immutable)."""
+    entry = _FREE_NAMES.get(id(node))
+    if entry is None or entry[0] is not node:
+        entry = (node, frozenset(free_names(node)))
+        _FREE_NAMES[id(node)] = entry
+    return entry[1]
+
+
+def _affine(value: Any, shape: tuple) -> tuple[int, dict[int, int]] | None:
+    """An int index as origin + sum of coefficient * (position along axis a in the box), or
+    None if it is not affine in the axes."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value), {}
+    if not isinstance(value, np.ndarray) or value.dtype != np.int64 or \
+            value.ndim != len(shape):
+        return None
+    corner = (0,) * value.ndim
+    origin = int(value[corner])
+    coefficients: dict[int, int] = {}
+    rebuilt: Any = origin
+    for a in range(value.ndim):
+        if value.shape[a] > 1:
+            step = list(corner)
+            step[a] = 1
+            coefficients[a] = int(value[tuple(step)]) - origin
+            ramp = np.arange(value.shape[a], dtype=np.int64).reshape(
+                [value.shape[a] if b == a else 1 for b in range(value.ndim)])
+            rebuilt = rebuilt + coefficients[a] * ramp
+    if not np.array_equal(np.broadcast_to(rebuilt, value.shape), value):
+        return None
+    return origin, {a: c for a, c in coefficients.items() if c}
 
 
 def _int_identity(op: str, a: Any, b: Any) -> np.ndarray | None:
