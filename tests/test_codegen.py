@@ -104,3 +104,32 @@ def test_index_names_do_not_clash_with_generated_variables() -> None:
         out = run_lowering(instance, {"x": x}, generated=generated)
         assert np.array_equal(out["y"], 2 * x)
         assert np.array_equal(out["z"], x.sum(axis=1) ** 2)
+
+
+def test_a_guard_in_an_untaken_branch_does_not_skip() -> None:
+    """`c ? a : x[|k + 1|]` with c true: the guarded access is never evaluated, so nothing is
+    skipped; and `&&` evaluates both operands (a division by zero on its right is an error
+    even when the left is false), as on the closure path. Found by the vector engine's
+    equality suite."""
+    source = SourceFile("<test>", """operator f {
+  @input { m: bool[1, 1]; n: int[2]; }
+  @output { y: bool[1]; z: bool[2]; }
+  @lower {
+    y[i] = m[0, 0] ? m[0, 0] : m[0, |k + 1|], i < 1, k < 2;
+    z[j] = n[j] > 5 && 10 / n[j] > 1, j < 2;
+  }
+}""")
+    definition = parse_module(source).module.definitions[0]
+    infos = {"m": TensorInfo("bool", (1, 1)), "n": TensorInfo("int", (2,))}
+    instance = instantiate(definition, Invocation({}, infos))
+    inputs = {"m": np.array([[True]]), "n": np.array([1, 0])}
+    messages = []
+    for generated in (True, False):
+        with pytest.raises(Diagnostic) as caught:
+            run_lowering(instance, inputs, generated=generated)
+        messages.append(caught.value.message)
+    assert messages[0] == messages[1] and "zero" in messages[0]
+    inputs["n"] = np.array([1, 2])
+    for generated in (True, False):
+        out = run_lowering(instance, inputs, generated=generated)
+        assert out["y"].tolist() == [True] and out["z"].tolist() == [False, False]

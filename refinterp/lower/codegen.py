@@ -132,10 +132,15 @@ class Generator:
             return self.binary(node)
         if isinstance(node, ast.Select) and node.otherwise is not None:
             cond, kind = self.expr(node.cond)
+            emitted = len(self.lines)
             then, then_kind = self.expr(node.then)
             other, other_kind = self.expr(node.otherwise)
             if kind != "bool" or then_kind != other_kind:
                 raise Unsupported("select")
+            if len(self.lines) != emitted:
+                # a guard or range check in a branch must only act when that branch is
+                # taken (the closure path evaluates just the chosen branch)
+                raise Unsupported("checks inside a branch")
             return f"({then} if {cond} else {other})", then_kind
         if isinstance(node, (ast.Builtin, ast.Call)):
             return self.call(node)
@@ -152,7 +157,8 @@ class Generator:
         if op in ("<", "<=", ">", ">=", "==", "!="):
             return f"({left} {INLINE[op]} {right})", "bool"
         if left_kind == "bool" and op in ("&&", "||", "^", "=>"):
-            source = {"&&": f"({left} and {right})", "||": f"({left} or {right})",
+            # both operands are evaluated, as on the closure path (no short circuit)
+            source = {"&&": f"({left} & {right})", "||": f"({left} | {right})",
                       "^": f"({left} != {right})", "=>": f"((not {left}) or {right})"}[op]
             return source, "bool"
         if op in ("/", "\\", "%", "**", "<<", ">>") and left_kind in ("int", "real"):

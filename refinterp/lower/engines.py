@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import semantics
 from ..instance import OperatorInstance
 from .plan import plan_lowering
@@ -75,3 +77,36 @@ def describe(reports: list[FormulaReport]) -> str:
 
 
 ENGINES: dict[str, Engine] = {name: make_engine(name) for name in ENGINE_NAMES}
+
+
+# The documented tolerance between engines (docs/semantics.md, "Engines"): ints and bools are
+# identical; reals agree to a relative 1e-9 plus an absolute 1e-12 (summation order, the last
+# place of transcendental functions), with nan where the other has nan, the same infinities,
+# and -0.0 equal to 0.0.
+REAL_RTOL = 1e-9
+REAL_ATOL = 1e-12
+
+
+def difference(expected: Any, actual: Any, name: str = "output") -> str | None:
+    """None if two engines' outputs agree within the tolerance, else what differs."""
+    if isinstance(expected, list) or isinstance(actual, list):
+        if not isinstance(expected, list) or not isinstance(actual, list) or \
+                len(expected) != len(actual):
+            return f"{name}: a pack on one side only, or packs of different lengths"
+        for k, (e, a) in enumerate(zip(expected, actual)):
+            found = difference(e, a, f"{name}[{k}]")
+            if found:
+                return found
+        return None
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if expected.shape != actual.shape or expected.dtype != actual.dtype:
+        return (f"{name}: {expected.dtype}{list(expected.shape)} vs "
+                f"{actual.dtype}{list(actual.shape)}")
+    if expected.dtype.kind == "f":
+        close = np.isclose(actual, expected, rtol=REAL_RTOL, atol=REAL_ATOL, equal_nan=True)
+    else:
+        close = actual == expected
+    if close.all():
+        return None
+    where = tuple(int(i) for i in np.argwhere(~close)[0])
+    return f"{name}{list(where)}: {expected[where]!r} vs {actual[where]!r}"
