@@ -1,5 +1,11 @@
 """Shared helpers for the standard-library tests: every operator is run through refinterp and
-compared with an independent NumPy implementation written in the test module."""
+compared with an independent NumPy implementation written in the test module.
+
+`run` also proves the two engines equal on every stdlib test case (issue 8): it runs the
+operator on the scalar engine (the definition) and on the vector engine, asserts that they
+agree — identical ints and bools, reals within `refinterp.lower.engines.difference`'s tolerance,
+or the same diagnostic — and returns the scalar engine's outputs.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,32 @@ import numpy as np
 import pytest
 
 from refinterp.api import run_operator
+from refinterp.diagnostics import Diagnostic
+from refinterp.lower.engines import difference
 
 
 def run(name: str, inputs: dict[str, Any], attributes: dict[str, Any] | None = None,
         **options: Any) -> dict[str, Any]:
-    """Run standard operator `name` (`module.operator`) and return its outputs by name."""
-    return run_operator(name, inputs, attributes, **options)
+    """Run standard operator `name` (`module.operator`) and return its outputs by name.
+
+    Without an explicit `engine=` option, the operator runs on both engines and they must
+    agree; the scalar engine's outputs are returned (its diagnostic is raised)."""
+    if "engine" in options:
+        return run_operator(name, inputs, attributes, **options)
+    try:
+        expected = run_operator(name, inputs, attributes, engine="scalar", **options)
+    except Diagnostic as scalar_error:
+        with pytest.raises(Diagnostic) as vector_error:
+            run_operator(name, inputs, attributes, engine="vector", **options)
+        assert vector_error.value.message == scalar_error.message, \
+            f"{name}: the engines report different diagnostics"
+        raise
+    actual = run_operator(name, inputs, attributes, engine="vector", **options)
+    assert set(actual) == set(expected)
+    for output in expected:
+        found = difference(expected[output], actual[output], output)
+        assert found is None, f"{name}: the vector engine differs from the scalar engine: {found}"
+    return expected
 
 
 @pytest.fixture
