@@ -251,3 +251,37 @@ def test_run_vector_reports_fallbacks():
     run_operator("f", {"a": np.array([2 ** 40, 3])}, file=write(text), engine="capture")
     assert [r.engine for r in reports] == ["scalar"] and "int64" in reports[0].reason
     load_program  # noqa: B018
+
+
+# ---------------------------------------------------------------------- every corpus formula
+
+from .test_codegen import LOWERED, invocation  # noqa: E402
+
+
+@pytest.mark.parametrize("path, definition", LOWERED,
+                         ids=[f"{p.stem}:{d.name}" for p, d in LOWERED])
+def test_every_corpus_formula_agrees(path, definition):
+    """Every @lower definition of the spec's corpus, on random inputs: the vector engine gives
+    the scalar engine's outputs (or its diagnostic)."""
+    from refinterp.instance import instantiate
+    from refinterp.lower.scalar import run_lowering
+
+    for seed in range(3):
+        inv, arrays = invocation(definition, seed)
+        results = []
+        for run in (lambda i, a: run_lowering(i, a), lambda i, a: run_vector(i, a)):
+            try:
+                instance = instantiate(definition, inv)
+                copies = {k: [x.copy() for x in v] if isinstance(v, list) else v.copy()
+                          for k, v in arrays.items()}
+                results.append(("ok", run(instance, copies)))
+            except Diagnostic as diag:
+                results.append(("error", diag.message))
+        (scalar_kind, scalar), (vector_kind, vector) = results
+        assert scalar_kind == vector_kind, (scalar, vector)
+        if scalar_kind == "error":
+            assert scalar == vector
+            continue
+        for name in scalar:
+            assert engines.difference(scalar[name], vector[name], name) is None, \
+                engines.difference(scalar[name], vector[name], name)
