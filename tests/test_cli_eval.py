@@ -149,3 +149,35 @@ def test_stdlib_option_replaces_the_bundled_modules(tmp_path: Path, capsys) -> N
         assert data["z"].tolist() == [-2.0, -3.0]
     assert main(["parse", path, "--stdlib", str(tmp_path / "nope")]) == 1
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_engines_agree_and_verbose_names_them(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((20, 30)), rng.standard_normal((30, 10))
+    np.savez(tmp_path / "in.npz", A=a, B=b)
+    results = {}
+    for engine in ("scalar", "vector", "auto"):
+        out = tmp_path / f"{engine}.npz"
+        assert main(["eval", write(tmp_path, MATMUL), "--inputs", str(tmp_path / "in.npz"),
+                     "--engine", engine, "--verbose", "-o", str(out)]) == 0
+        results[engine] = np.load(out)["C"]
+        err = capsys.readouterr().err
+        expected = "scalar" if engine == "scalar" else "vector"  # 6000 iterations: auto vectorises
+        assert f"engine: matmul (" in err and err.rstrip().endswith(expected), err
+    for engine in ("vector", "auto"):
+        np.testing.assert_allclose(results[engine], a @ b, rtol=1e-12)
+    np.testing.assert_allclose(results["scalar"], a @ b, rtol=1e-12)
+
+
+def test_max_memory_chunks_and_bad_sizes(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((8, 9)), rng.standard_normal((9, 7))
+    np.savez(tmp_path / "in.npz", A=a, B=b)
+    out = tmp_path / "out.npz"
+    assert main(["eval", write(tmp_path, MATMUL), "--inputs", str(tmp_path / "in.npz"),
+                 "--engine", "vector", "--max-memory", "1K", "-o", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out)["C"], a @ b, rtol=1e-12)
+    for bad in ("lots", "0", "-5M"):
+        assert main(["eval", write(tmp_path, MATMUL), "--inputs", str(tmp_path / "in.npz"),
+                     f"--max-memory={bad}"]) == 1
+        assert "--max-memory" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def check_equal(example: Example, profile: str = "spec", max_memory: int | None 
     return used
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(formulas())
 def test_random_formulas_agree(example):
     check_equal(example)
