@@ -285,3 +285,28 @@ def test_every_corpus_formula_agrees(path, definition):
         for name in scalar:
             assert engines.difference(scalar[name], vector[name], name) is None, \
                 engines.difference(scalar[name], vector[name], name)
+
+
+def test_grouped_output_positions_are_a_strided_view():
+    """`y[g * m + i, ...]` (grouped convolution's output channel) addresses each cell once:
+    a strided view, so the contraction stays an einsum."""
+    x, w = RNG.standard_normal((4, 6)), RNG.standard_normal((4, 3, 2))
+    text = op("x: real[4, 6]; w: real[4, 3, 2];", "y: real[4, 3];",
+              "y[g * 2 + i, j] += w[g * 2 + i, j, k] * x[g * 2 + k, j + |k + 1| - 1], "
+              "g < 2, i < 2, j < 3, k < 2;")
+    out = vectorised(text, {"x": x, "w": w})
+    expected = np.zeros((4, 3))
+    for g in range(2):
+        for i in range(2):
+            for j in range(3):
+                for k in range(2):
+                    expected[g * 2 + i, j] += w[g * 2 + i, j, k] * x[g * 2 + k, j + k]
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-12)
+
+
+def test_int_infinity_values_fall_back():
+    """int(inf) has no int64 form: the formula runs on the scalar engine (found by the long
+    equality run)."""
+    text = op("x: real[1]; n: int[1];", "y: int[1];", "y[i] = int(x[0]), i < 1;",
+              "y[i] += n[0], i < 1;")
+    check_equal(Example(text, {"x": np.array([np.inf]), "n": np.array([3])}))

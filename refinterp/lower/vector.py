@@ -10,8 +10,9 @@ It computes the function the scalar engine defines (scalar.py), formula by formu
   iteration contributes nothing), a remapped one `|e <> lo : hi|` becomes a `where`;
 - a condition and the branches of `?:` are masks: a subexpression is checked (index ranges,
   numeric errors) only on the iterations the scalar engine would evaluate;
-- the store depends on the left-hand side: an assignment to plain output positions (each index
-  an axis or a constant) is a slice assignment; `+=` of a product over plain positions is an
+- the store depends on the left-hand side: an assignment to positions that address each cell
+  once through a view (each index an axis or a constant — a slice — or affine in the axes, as
+  `g * m + i` — a strided view) is a view assignment; `+=` of a product into such a view is an
   `einsum` (a contraction); other updates reduce over the axes missing from the output; any other
   position pattern is a scatter in iteration order (`ufunc.at`, last write wins for `=`);
 - a formula reading its own output (`:=` under a condition, as in argmax) runs its reduced axes
@@ -126,7 +127,7 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
         try:
             runner.run()
             report = FormulaReport(formula, "vector")
-        except Fallback as why:
+        except (Fallback, A.Deferred) as why:  # Deferred: a value with no array form
             if runner.saved is not None:  # some boxes were written before the fallback
                 _restore(arrays[formula.output], runner.saved)
             run_formula(instance, formula, arrays, profile)
@@ -383,8 +384,8 @@ class VectorFormula:
         if not _any(valid):
             return
         if factors is not None:
-            plain = self.plain(positions)
-            if plain is not None and self.contract(target, plain, factors, valid):
+            out = self.output_view(target, positions)
+            if out is not None and self.contract(out[0], out[1], factors, valid):
                 return
             if self.padded:  # evaluate again without padded views
                 self.live = live
@@ -474,26 +475,60 @@ class VectorFormula:
             raise Fallback(f"a {A.kind(array)} value for a {self.kind} output")
         return array
 
+    def output_view(self, target: np.ndarray, positions: list[Any]
+                    ) -> tuple[np.ndarray, list[int], bool] | None:
+        """A writable view of the cells the positions address, with one dimension per output
+        axis ("kept" axes), if the positions are constants and distinct plain axes (a slice), or
+        affine in the axes with every cell addressed once (a strided view, e.g. `g * m + i`);
+        else None. The flag says whether the view is a plain slice."""
+        plain = self.plain(positions)
+        if plain is not None:
+            view = target[self.selection(plain) + (Ellipsis,)]  # a view, even of one cell
+            return view, [v for k, v in plain if k == "axis"], True
+        if not target.flags.c_contiguous:
+            return None
+        flat: dict[int, int] = {}
+        offset = 0
+        element_strides = [st // target.itemsize for st in target.strides]
+        for p, stride in zip(positions, element_strides):
+            term = _affine(p, self.shape)
+            if term is None:
+                return None
+            origin, coefficients = term
+            offset += origin * stride
+            for a, c in coefficients.items():
+                flat[a] = flat.get(a, 0) + c * stride
+        kept = sorted(a for a, c in flat.items() if c != 0)
+        reach = 0  # every cell once: each coefficient exceeds what the smaller ones span
+        for a in sorted(kept, key=lambda a: abs(flat[a])):
+            if abs(flat[a]) <= reach:
+                return None
+            reach += abs(flat[a]) * (self.shape[a] - 1)
+        view = np.lib.stride_tricks.as_strided(
+            target.reshape(-1)[offset:], shape=[self.shape[a] for a in kept],
+            strides=[flat[a] * target.itemsize for a in kept])
+        return view, kept, False
+
     def store(self, target: np.ndarray, positions: list[Any], value: Any, valid: Mask) -> None:
         value = self.check_kind(value)
         op = self.formula.op
-        plain = self.plain(positions)
-        kept = [v for k, v in plain if k == "axis"] if plain is not None else []
+        out = self.output_view(target, positions)
+        kept = out[1] if out is not None else []
         reduced = [a for a in range(len(self.shape)) if a not in kept and self.shape[a] > 1]
-        if plain is not None and op in ("=", ":=") and not reduced and self.written is None:
-            if self.adopt(target, kept, value, valid):
+        if out is not None and op in ("=", ":=") and not reduced and self.written is None:
+            view, kept, plain = out
+            if plain and self.adopt(target, kept, value, valid):
                 return
-            sel = self.selection(plain)
             new = self.arrange(value, kept)
             if valid is not None:
-                new = np.where(self.arrange(valid, kept), new, target[sel])
-            target[sel] = new
+                new = np.where(self.arrange(valid, kept), new, view)
+            view[...] = new
         elif self.reads_output:
             raise Fallback("the output position is not plain in the kept axes")
         elif op in ("=", ":="):
             self.scatter_last(target, positions, value, valid)
-        elif plain is not None:
-            self.reduce(target, plain, kept, reduced, value, valid)
+        elif out is not None:
+            self.reduce(out[0], kept, reduced, value, valid)
         else:
             self.scatter_update(target, positions, value, valid)
 
@@ -556,10 +591,10 @@ class VectorFormula:
                  "<=": np.minimum, ">=": np.maximum}[op]
         ufunc.at(view, flat, values)
 
-    def reduce(self, target: np.ndarray, plain: list[tuple[str, int]], kept: list[int],
-               reduced: list[int], value: np.ndarray, valid: Mask) -> None:
-        """An update of plain output positions: reduce over the axes the output lacks, then
-        combine with the current values by the update operator."""
+    def reduce(self, view: np.ndarray, kept: list[int], reduced: list[int], value: np.ndarray,
+               valid: Mask) -> None:
+        """An update of the output cells of `view`: reduce over the axes the output lacks,
+        then combine with the current values by the update operator."""
         op = self.formula.op
         neutral = _neutral(op, self.kind)
         full = np.broadcast_to(value, self.shape)
@@ -587,25 +622,23 @@ class VectorFormula:
                 result = (np.fmin if op == "<=" else np.fmax).reduce(laid, axis=-1)
             else:
                 result = (np.minimum if op == "<=" else np.maximum).reduce(laid, axis=-1)
-        self.combine(target, plain, result)
+        self.combine(view, result)
 
-    def combine(self, target: np.ndarray, plain: list[tuple[str, int]], result: Any) -> None:
-        sel = self.selection(plain)
+    def combine(self, view: np.ndarray, result: Any) -> None:
+        """view <- view (op) result, by the update operator's pairwise rule."""
         if self.kind == "real" and self.formula.op in ("+=", "*="):
-            view = target[sel]  # IEEE + and * in place: semantics.binary's real rule
             ufunc = np.add if self.formula.op == "+=" else np.multiply
-            if isinstance(view, np.ndarray):
-                ufunc(view, result, out=view)
-                return
+            ufunc(view, result, out=view)  # IEEE + and *: semantics.binary's real rule
+            return
         try:
-            target[sel] = A.binary(UPDATE_OPS[self.formula.op], target[sel], result,
-                                   self.profile)
+            view[...] = A.binary(UPDATE_OPS[self.formula.op], view, result, self.profile)
         except A.Deferred as why:
             raise Fallback(why.reason) from None
 
-    def contract(self, target: np.ndarray, plain: list[tuple[str, int]], factors: list[Any],
-                 valid: Mask) -> bool:
-        """`+=` of a product over plain positions as one einsum; False if not applicable."""
+    def contract(self, view: np.ndarray, kept: list[int], factors: list[Any], valid: Mask
+                 ) -> bool:
+        """`+=` of a product into the cells of `view` as one einsum; False if not
+        applicable."""
         arrays = [f for f in factors if isinstance(f, np.ndarray) and f.ndim == len(self.shape)]
         if len(arrays) != len(factors) or any(A.kind(f) != self.kind for f in arrays):
             return False
@@ -616,7 +649,6 @@ class VectorFormula:
                 return False
         if valid is not None:
             arrays.append(valid.astype(arrays[0].dtype))
-        kept = [v for k, v in plain if k == "axis"]
         letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
         if len(self.shape) > len(letters):
             return False
@@ -640,7 +672,7 @@ class VectorFormula:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         shape = [self.shape[a] if a in present else 1 for a in kept]
         result = np.broadcast_to(result.reshape(shape), [self.shape[a] for a in kept])
-        self.combine(target, plain, result)
+        self.combine(view, result)
         return True
 
     # ------------------------------------------------------------------ positions
