@@ -292,7 +292,7 @@ def test_grouped_output_positions_are_a_strided_view():
     a strided view, so the contraction stays an einsum."""
     x, w = RNG.standard_normal((4, 6)), RNG.standard_normal((4, 3, 2))
     text = op("x: real[4, 6]; w: real[4, 3, 2];", "y: real[4, 3];",
-              "y[g * 2 + i, j] += w[g * 2 + i, j, k] * x[g * 2 + k, j + |k + 1| - 1], "
+              "y[g * 2 + i, j] += w[g * 2 + i, j, k] * x[g * 2 + k, |j + k|], "
               "g < 2, i < 2, j < 3, k < 2;")
     out = vectorised(text, {"x": x, "w": w})
     expected = np.zeros((4, 3))
@@ -301,6 +301,7 @@ def test_grouped_output_positions_are_a_strided_view():
             for j in range(3):
                 for k in range(2):
                     expected[g * 2 + i, j] += w[g * 2 + i, j, k] * x[g * 2 + k, j + k]
+    # (j + k < 6 always: the guard never skips here)
     np.testing.assert_allclose(out["y"], expected, rtol=1e-12)
 
 
