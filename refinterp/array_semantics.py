@@ -50,6 +50,8 @@ def as_array(value: Any) -> np.ndarray:
     """A scalar as a 0-d array of its kind; an int outside int64 (or int(±inf)) is Deferred."""
     if isinstance(value, np.ndarray):
         return value
+    if isinstance(value, (np.bool_, np.int64, np.float64)):
+        return np.asarray(value)
     k = semantics.kind(value)
     if k == "bool":
         return np.array(value, dtype=np.bool_)
