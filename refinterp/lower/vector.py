@@ -119,7 +119,10 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
     """Run the @lower block of `instance` vectorised; the same contract as
     scalar.run_lowering. Each formula the vector engine cannot run exactly runs on the scalar
     engine; `reports` (if given) receives one FormulaReport per formula."""
-    plan = plan_lowering(instance)
+    cache = _instance_cache(instance, profile)
+    if "plan" not in cache:
+        cache["plan"] = plan_lowering(instance)
+    plan = cache["plan"]
     outputs = allocate_outputs(instance, plan)
     arrays = lowering_arrays(instance, inputs, outputs)
     for formula in plan.formulas:
@@ -162,7 +165,8 @@ class VectorFormula:
                 self.axes.append(Axis(index.name, None, int(index.bound)))
         self.index_names = {r.name for r in formula.indices}
         self.local_names = {local.name for local in formula.locals}
-        self.constants = _instance_constants(instance, profile)  # compile-time values by node
+        # compile-time values by node id, kept with the instance
+        self.constants = _instance_cache(instance, profile).setdefault("constants", {})
         self.environment: Any = None  # for compile-time subexpressions, made when needed
         self.reads_output = _cached(formula.node, "reads", self._reads_output)
         self.saved: Any = None  # a copy of the output, when it is written box by box
@@ -667,7 +671,7 @@ class VectorFormula:
                 bound = np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in operands])
                 if np.any(bound * repeat >= A.SAFE_INT):
                     raise Fallback("an int contraction may leave int64")
-            result = np.einsum(spec, *operands, optimize=len(operands) > 1)
+            result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         shape = [self.shape[a] if a in present else 1 for a in kept]
@@ -1160,21 +1164,36 @@ class VectorFormula:
         return tuple(values)
 
 
-_CONSTANTS: dict[tuple[int, str], tuple[OperatorInstance, dict[int, Value]]] = {}
+_INSTANCES: dict[tuple[int, str], tuple[OperatorInstance, dict[str, Any]]] = {}
 
 
-def _instance_constants(instance: OperatorInstance, profile: semantics.Profile
-                        ) -> dict[int, Value]:
-    """The compile-time values of an instance's formula subexpressions, by node id, kept while
-    the instance is reused (a benchmark, a loop body run again)."""
+def _instance_cache(instance: OperatorInstance, profile: semantics.Profile) -> dict[str, Any]:
+    """What the engine derives from an instance alone (its lowering plan, the compile-time
+    values of formula subexpressions), kept while the instance is run again."""
     key = (id(instance), profile.name)
-    entry = _CONSTANTS.get(key)
+    entry = _INSTANCES.get(key)
     if entry is None or entry[0] is not instance:
-        if len(_CONSTANTS) > 256:
-            _CONSTANTS.clear()
+        if len(_INSTANCES) > 256:
+            _INSTANCES.clear()
         entry = (instance, {})
-        _CONSTANTS[key] = entry
+        _INSTANCES[key] = entry
     return entry[1]
+
+
+_PATHS: dict[tuple, Any] = {}
+
+
+def _einsum_path(spec: str, operands: list[np.ndarray]) -> Any:
+    """The contraction order for `np.einsum` (BLAS where it can), searched once per
+    subscripts and shapes."""
+    if len(operands) < 2:
+        return False
+    key = (spec, *(o.shape for o in operands))
+    if key not in _PATHS:
+        if len(_PATHS) > 1024:
+            _PATHS.clear()
+        _PATHS[key] = np.einsum_path(spec, *operands, optimize="greedy")[0]
+    return _PATHS[key]
 
 
 _ANALYSES: dict[tuple[int, str], tuple[ast.Node, Any]] = {}
