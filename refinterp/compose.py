@@ -28,6 +28,7 @@ from .lower.scalar import constant_array
 from .modules import LoadedModule, Program
 from .params import ParameterStore
 from .syntax import ast
+from .types import CASTS
 from .values import NULL, TensorValue
 
 MAX_DEPTH = 256
@@ -479,6 +480,12 @@ class Executor:
                                     "1", cond.span)
         return bool(result.reshape(()))
 
+    def is_scalar_cast(self, node: ast.Call, scope: Scope) -> bool:
+        """A cast of a compile-time value, e.g. `real(factor * ..)` (§4.5 area_downsample):
+        evaluated as a compile-time scalar, not invoked."""
+        return len(node.callee) == 1 and node.callee[0] in CASTS and \
+            not self.mentions_tensor(node, scope)
+
     def mentions_tensor(self, node: ast.Expr, scope: Scope) -> bool:
         """Whether the expression uses a tensor's value (`x.shape`/`x.rank` do not)."""
         return bool(_value_names(node) & set(scope.tensors))
@@ -511,7 +518,7 @@ class Executor:
         if isinstance(node, ast.Binary) and node.op == "??":
             first = self.tensor(node.left, scope)
             return first if first is not NULL else self.tensor(node.right, scope)
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Call) and not self.is_scalar_cast(node, scope):
             results = self.invoke(node, scope, path)  # an unknown operator is reported here
             if len(results) != 1:
                 raise ComposeDiagnostic("an invocation used as an argument must have one result",

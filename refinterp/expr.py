@@ -378,7 +378,9 @@ def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,
         identity = {"+": 0, "*": 1, "&&": True, "||": False}[op]
         if base == "real":
             identity = float(identity)
-        return _reduce(binary, op, pack, identity)
+        if pack:  # the identity only for an empty pack: its type may be unknown ('any')
+            return _reduce(binary, op, pack[1:], pack[0])
+        return identity
     if op in ("<<", ">>"):
         if not pack:
             return NULL  # §2.4: min/max of an empty pack is null

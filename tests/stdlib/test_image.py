@@ -1,0 +1,250 @@
+"""Spec §4.5 image operators (and the Khronos-era grid_sample), each compared with an
+independent NumPy implementation written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from refinterp.api import run_operator
+from refinterp.diagnostics import Diagnostic
+
+from .conftest import run
+
+# ----------------------------------------------------------------------------- NumPy references
+
+
+def _axes(axes: list[int], rank: int) -> list[int]:
+    return [a % rank for a in axes]
+
+
+def ref_nearest_downsample(x: np.ndarray, axes: list[int], factor: list[int]) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    for a, f in zip(_axes(axes, x.ndim), factor):
+        index[a] = slice(None, None, f)
+    return x[tuple(index)]
+
+
+def ref_nearest_upsample(x: np.ndarray, axes: list[int], factor: list[int]) -> np.ndarray:
+    for a, f in zip(_axes(axes, x.ndim), factor):
+        x = np.repeat(x, f, axis=a)
+    return x
+
+
+def ref_area_downsample(x: np.ndarray, axes: list[int], factor: list[int]) -> np.ndarray:
+    for a, f in zip(_axes(axes, x.ndim), factor):
+        shape = x.shape[:a] + (x.shape[a] // f, f) + x.shape[a + 1:]
+        x = x.reshape(shape).mean(axis=a + 1)
+    return x
+
+
+def _linear_along(x: np.ndarray, axis: int, coords: np.ndarray, replicate: bool) -> np.ndarray:
+    """Linear interpolation at real positions `coords` along `axis`; beyond the border the
+    edge value (replicate) or zero."""
+    n = x.shape[axis]
+    low = np.floor(coords).astype(int)
+    weight = coords - low
+
+    def tap(i: np.ndarray) -> np.ndarray:
+        taken = np.take(x, np.clip(i, 0, n - 1), axis=axis)
+        if replicate:
+            return taken
+        shape = [1] * x.ndim
+        shape[axis] = len(i)
+        return taken * ((i >= 0) & (i < n)).reshape(shape)
+
+    shape = [1] * x.ndim
+    shape[axis] = len(coords)
+    weight = weight.reshape(shape)
+    return (1.0 - weight) * tap(low) + weight * tap(low + 1)
+
+
+def ref_linear_upsample(x: np.ndarray, axes: list[int], factor: list[int], symmetric: bool,
+                        replicate: bool) -> np.ndarray:
+    for a, f in zip(_axes(axes, x.ndim), factor):
+        o = np.arange(x.shape[a] * f, dtype=float)
+        coords = (o + 0.5) / f - 0.5 if symmetric else o / f
+        x = _linear_along(x, a, coords, replicate)
+    return x
+
+
+def resize_coords(n: int, size: int, transform: str) -> np.ndarray:
+    """Input positions of the output cells (the resize family's coordinate transforms)."""
+    o = np.arange(size, dtype=float)
+    if transform == "ALIGNED":
+        return o * (0.0 if size <= 1 else (n - 1) / (size - 1))
+    scale = n / size
+    return o * scale if transform == "ASYMMETRIC" else o * scale + (0.5 * scale - 0.5)
+
+
+def ref_nearest_resize(x: np.ndarray, axes: list[int], size: list[int], transform: str,
+                       rounding: str) -> np.ndarray:
+    for a, m in zip(_axes(axes, x.ndim), size):
+        r = resize_coords(x.shape[a], m, transform)
+        low = np.floor(r)
+        tie = (r - low) == 0.5
+        nearest = np.where(r - low > 0.5, low + 1, low)
+        chosen = {"FLOOR": low, "CEIL": np.ceil(r),
+                  "ROUND_PREFER_FLOOR": np.where(tie, low, nearest),
+                  "ROUND_PREFER_CEIL": np.where(tie, low + 1, nearest)}[rounding]
+        x = np.take(x, np.clip(chosen.astype(int), 0, x.shape[a] - 1), axis=a)
+    return x
+
+
+def ref_linear_resize(x: np.ndarray, axes: list[int], size: list[int],
+                      transform: str) -> np.ndarray:
+    for a, m in zip(_axes(axes, x.ndim), size):
+        x = _linear_along(x, a, resize_coords(x.shape[a], m, transform), replicate=True)
+    return x
+
+
+# ----------------------------------------------------------------------------- up/down-sampling
+
+
+@pytest.mark.parametrize("axes,factor,shape", [
+    (None, [2, 3], (4, 6)),
+    ([2, -1], [2, 2], (1, 2, 4, 6)),
+    ([1], [3], (2, 6, 2)),
+])
+def test_nearest_downsample(rng, axes, factor, shape):
+    x = rng.standard_normal(shape)
+    attrs = {"factor": factor} | ({} if axes is None else {"axes": axes})
+    out = run("image.nearest_downsample", {"input": x}, attrs)["output"]
+    np.testing.assert_array_equal(out, ref_nearest_downsample(x, axes or [0, 1], factor))
+
+
+@pytest.mark.parametrize("axes,factor,shape", [
+    (None, [2, 3], (2, 3)),
+    ([2, -1], [2, 3], (1, 2, 2, 3)),
+])
+def test_nearest_upsample(rng, axes, factor, shape):
+    x = rng.standard_normal(shape)
+    attrs = {"factor": factor} | ({} if axes is None else {"axes": axes})
+    out = run("image.nearest_upsample", {"input": x}, attrs)["output"]
+    np.testing.assert_array_equal(out, ref_nearest_upsample(x, axes or [0, 1], factor))
+
+
+@pytest.mark.parametrize("axes,factor,shape", [
+    (None, [2, 3], (4, 6)),
+    ([2, -1], [2, 2], (1, 2, 4, 4)),
+])
+def test_area_downsample(rng, axes, factor, shape):
+    # also the regression test for `real(factor * ..)` as an argument of an invocation in
+    # @compose (a compile-time cast, not an operator)
+    x = rng.standard_normal(shape)
+    attrs = {"factor": factor} | ({} if axes is None else {"axes": axes})
+    out = run("image.area_downsample", {"input": x}, attrs)["output"]
+    np.testing.assert_allclose(out, ref_area_downsample(x, axes or [0, 1], factor), rtol=1e-12)
+
+
+def test_downsample_rejects_indivisible_shape(rng):
+    with pytest.raises(Diagnostic, match="divisible"):
+        run("image.nearest_downsample", {"input": rng.standard_normal((5, 4))},
+            {"factor": [2, 2]})
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("replicate", [True, False])
+@pytest.mark.parametrize("factor", [2, 3])
+def test_linear_upsample_1d(rng, symmetric, replicate, factor):
+    x = rng.standard_normal(5)
+    out = run("image.linear_upsample", {"input": x},
+              {"factor": [factor], "symmetric": symmetric, "replicate_border": replicate})
+    np.testing.assert_allclose(
+        out["output"], ref_linear_upsample(x, [0], [factor], symmetric, replicate), atol=1e-12)
+
+
+@pytest.mark.parametrize("symmetric,replicate", [(True, True), (False, False)])
+def test_linear_upsample_2d_on_some_axes(rng, symmetric, replicate):
+    x = rng.standard_normal((1, 2, 3, 3))
+    attrs = {"axes": [2, -1], "factor": [2, 3], "symmetric": symmetric,
+             "replicate_border": replicate}
+    out = run("image.linear_upsample", {"input": x}, attrs)["output"]
+    expected = ref_linear_upsample(x, [2, 3], [2, 3], symmetric, replicate)
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- resize
+
+
+TRANSFORMS = ["SYMMETRIC", "ASYMMETRIC", "ALIGNED"]
+ROUNDINGS = ["FLOOR", "CEIL", "ROUND_PREFER_FLOOR", "ROUND_PREFER_CEIL"]
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+def test_nearest_resize(rng, transform, rounding):
+    x = rng.standard_normal((1, 4, 6))
+    attrs = {"axes": [1, -1], "size": [7, 4], "coordinate_transform": transform,
+             "rounding_method": rounding}
+    out = run("image.nearest_resize", {"input": x}, attrs)["output"]
+    np.testing.assert_array_equal(out, ref_nearest_resize(x, [1, 2], [7, 4], transform,
+                                                          rounding))
+
+
+def test_nearest_resize_defaults(rng):
+    x = rng.standard_normal((3, 4))
+    out = run("image.nearest_resize", {"input": x}, {"size": [6, 3]})["output"]
+    np.testing.assert_array_equal(
+        out, ref_nearest_resize(x, [0, 1], [6, 3], "SYMMETRIC", "ROUND_PREFER_FLOOR"))
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_linear_resize(rng, transform):
+    # also the regression test for a real fold (`w * .. * x[...]`) in a @lower formula
+    x = rng.standard_normal((1, 4, 5))
+    attrs = {"axes": [-2, 2], "size": [7, 3], "coordinate_transform": transform}
+    out = run("image.linear_resize", {"input": x}, attrs)["output"]
+    np.testing.assert_allclose(out, ref_linear_resize(x, [1, 2], [7, 3], transform), atol=1e-12)
+
+
+def test_linear_resize_defaults_single_cell(rng):
+    x = rng.standard_normal((3, 4))
+    out = run("image.linear_resize", {"input": x}, {"size": [1, 6]})["output"]
+    np.testing.assert_allclose(out, ref_linear_resize(x, [0, 1], [1, 6], "SYMMETRIC"),
+                               atol=1e-12)
+
+
+def test_real_product_fold_in_a_formula(tmp_path):
+    """Regression: `a * .. * x[i]` over a real pack must not start from the int identity."""
+    source = tmp_path / "fold.sknd"
+    source.write_text("""
+operator f {
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @lower {
+        y[i] += (real(j) + 1.5) * .. * x[i],
+            i < n, j < [2, 3];
+    }
+}
+""")
+    x = np.array([1.0, -2.0])
+    out = run_operator("f", {"x": x}, file=source, engine="scalar")["y"]
+    # sum over j0 < 2, j1 < 3 of (j0 + 1.5) * (j1 + 1.5) = (1.5 + 2.5) * (1.5 + 2.5 + 3.5)
+    np.testing.assert_allclose(out, x * 30.0)
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR"])
+def test_resize_dispatches_on_mode(rng, mode):
+    x = rng.standard_normal((2, 4, 4))
+    attrs = {"axes": [1, 2], "size": [6, 2], "mode": mode, "coordinate_transform": "ASYMMETRIC"}
+    out = run("image.resize", {"input": x}, attrs)["output"]
+    expected = ref_nearest_resize(x, [1, 2], [6, 2], "ASYMMETRIC", "ROUND_PREFER_FLOOR") \
+        if mode == "NEAREST" else ref_linear_resize(x, [1, 2], [6, 2], "ASYMMETRIC")
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,factor", [("NEAREST", [1.5, 0.5]), ("LINEAR", [2.0, 0.75])])
+def test_rescale(rng, mode, factor):
+    x = rng.standard_normal((4, 4))
+    out = run("image.rescale", {"input": x}, {"factor": factor, "mode": mode})["output"]
+    size = [int(np.floor(4 * f + 0.5)) for f in factor]
+    expected = ref_nearest_resize(x, [0, 1], size, "SYMMETRIC", "ROUND_PREFER_FLOOR") \
+        if mode == "NEAREST" else ref_linear_resize(x, [0, 1], size, "SYMMETRIC")
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_resize_rejects_unknown_mode(rng):
+    with pytest.raises(Diagnostic, match="mode"):
+        run("image.resize", {"input": rng.standard_normal((2, 2))},
+            {"size": [3, 3], "mode": "AREA"})
