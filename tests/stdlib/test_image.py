@@ -248,3 +248,113 @@ def test_resize_rejects_unknown_mode(rng):
     with pytest.raises(Diagnostic, match="mode"):
         run("image.resize", {"input": rng.standard_normal((2, 2))},
             {"size": [3, 3], "mode": "AREA"})
+
+
+# ----------------------------------------------------------------------------- cubic_resize
+
+
+def keys_kernel(t: float, a: float) -> float:
+    t = abs(t)
+    if t <= 1:
+        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
+    if t < 2:
+        return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a
+    return 0.0
+
+
+def ref_cubic_resize(x: np.ndarray, axes: list[int], size: list[int], transform: str,
+                     a: float) -> np.ndarray:
+    """An explicit interpolation matrix per axis (border taps replicate the edge)."""
+    for axis, m in zip(_axes(axes, x.ndim), size):
+        n = x.shape[axis]
+        matrix = np.zeros((m, n))
+        for o, pos in enumerate(resize_coords(n, m, transform)):
+            base = int(np.floor(pos))
+            for tap in range(base - 1, base + 3):
+                matrix[o, min(max(tap, 0), n - 1)] += keys_kernel(pos - tap, a)
+        x = np.moveaxis(np.tensordot(matrix, np.moveaxis(x, axis, 0), axes=1), 0, axis)
+    return x
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_cubic_resize(rng, transform):
+    x = rng.standard_normal((1, 2, 5, 4))
+    attrs = {"axes": [2, -1], "size": [8, 3], "coordinate_transform": transform,
+             "coeff_a": -0.5}
+    out = run("image.cubic_resize", {"input": x}, attrs)["output"]
+    np.testing.assert_allclose(out, ref_cubic_resize(x, [2, 3], [8, 3], transform, -0.5),
+                               atol=1e-12)
+
+
+def test_cubic_resize_defaults(rng):
+    x = rng.standard_normal((4, 6))
+    out = run("image.cubic_resize", {"input": x}, {"size": [7, 2]})["output"]
+    np.testing.assert_allclose(out, ref_cubic_resize(x, [0, 1], [7, 2], "SYMMETRIC", -0.75),
+                               atol=1e-12)
+    same = run("image.cubic_resize", {"input": x}, {"size": [4, 6]})["output"]
+    np.testing.assert_allclose(same, x, atol=1e-15)  # integer positions: the input itself
+
+
+def test_resize_cubic_mode_passes_the_coefficient(rng):
+    x = rng.standard_normal((3, 3))
+    out = run("image.resize", {"input": x},
+              {"size": [5, 4], "mode": "CUBIC", "cubic_coeff_a": -0.6})["output"]
+    np.testing.assert_allclose(out, ref_cubic_resize(x, [0, 1], [5, 4], "SYMMETRIC", -0.6),
+                               atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- ROI pooling
+
+
+def ref_roi_pool(x: np.ndarray, rois: np.ndarray, index: np.ndarray, size: list[int],
+                 reduce) -> np.ndarray:
+    """Fast R-CNN bins with exact fractions; ROI ends rounded half up (positive here)."""
+    from fractions import Fraction
+    d = len(size)
+    out = np.zeros((len(rois), x.shape[1], *size))
+    for m, roi in enumerate(rois):
+        ranges = []
+        for k in range(d):
+            start, end = (int(np.floor(v + 0.5)) for v in (roi[k], roi[d + k]))
+            width = Fraction(max(end - start + 1, 1), size[k])
+            ranges.append([(int(np.clip(np.floor(p * width) + start, 0, x.shape[2 + k])),
+                            int(np.clip(np.ceil((p + 1) * width) + start, 0, x.shape[2 + k])))
+                           for p in range(size[k])])
+        for cell in np.ndindex(*size):
+            window = x[(index[m], slice(None)) +
+                       tuple(slice(*ranges[k][cell[k]]) for k in range(d))]
+            flat = window.reshape(x.shape[1], -1)
+            if flat.shape[1]:
+                out[(m, slice(None)) + cell] = reduce(flat, axis=1)
+    return out
+
+
+ROIS_2D = np.array([[0.0, 0.0, 4.0, 5.0], [1.2, 2.0, 3.0, 3.4], [2.0, 4.0, 9.0, 9.0],
+                    [3.0, 3.0, 2.0, 1.0]])
+
+
+@pytest.mark.parametrize("op,reduce", [("max", np.max), ("avg", np.mean)])
+@pytest.mark.parametrize("size", [[2, 2], [3, 4]])
+def test_roi_pool_2d(rng, op, reduce, size):
+    x = rng.standard_normal((2, 3, 5, 6))
+    index = np.array([1, 0, 0, 1])
+    out = run(f"image.{op}_roi_pool", {"input": x, "rois": ROIS_2D, "index": index},
+              {"output_size": size})["output"]
+    np.testing.assert_allclose(out, ref_roi_pool(x, ROIS_2D, index, size, reduce), atol=1e-12)
+
+
+@pytest.mark.parametrize("op,reduce", [("max", np.max), ("avg", np.mean)])
+def test_roi_pool_1d(rng, op, reduce):
+    x = rng.standard_normal((1, 2, 7))
+    rois = np.array([[0.0, 6.0], [2.6, 4.4]])
+    index = np.array([0, 0])
+    out = run(f"image.{op}_roi_pool", {"input": x, "rois": rois, "index": index},
+              {"output_size": [3]})["output"]
+    np.testing.assert_allclose(out, ref_roi_pool(x, rois, index, [3], reduce), atol=1e-12)
+
+
+def test_roi_pool_rejects_bad_index(rng):
+    x = rng.standard_normal((1, 1, 4, 4))
+    with pytest.raises(Diagnostic, match="index"):
+        run("image.max_roi_pool", {"input": x, "rois": ROIS_2D[:1], "index": np.array([1])},
+            {"output_size": [2, 2]})
