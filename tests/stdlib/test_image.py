@@ -358,3 +358,86 @@ def test_roi_pool_rejects_bad_index(rng):
     with pytest.raises(Diagnostic, match="index"):
         run("image.max_roi_pool", {"input": x, "rois": ROIS_2D[:1], "index": np.array([1])},
             {"output_size": [2, 2]})
+
+
+# ----------------------------------------------------------------------------- grid_sample
+
+
+def _reflect(i: int, n: int) -> int:
+    """Mirror at 0 and n - 1 until inside (edge cells not repeated)."""
+    if n == 1:
+        return 0
+    while not 0 <= i < n:
+        i = -i if i < 0 else 2 * (n - 1) - i
+    return i
+
+
+def ref_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
+                    aligned: bool) -> np.ndarray:
+    """Point by point: taps per axis, their weights multiplied, padding applied per tap."""
+    import itertools
+    spatial = x.shape[2:]
+    out = np.zeros(x.shape[:2] + grid.shape[1:-1])
+    for b in range(x.shape[0]):
+        for z in np.ndindex(*grid.shape[1:-1]):
+            taps = []
+            for gk, n in zip(grid[(b,) + z][::-1], spatial):  # x first in the grid
+                p = (gk + 1) / 2 * (n - 1) if aligned else ((gk + 1) * n - 1) / 2
+                f = int(np.floor(p))
+                if mode == "NEAREST":
+                    taps.append([(int(np.sign(p) * np.floor(abs(p) + 0.5)), 1.0)])
+                elif mode == "LINEAR":
+                    taps.append([(f, 1 - (p - f)), (f + 1, p - f)])
+                else:
+                    taps.append([(t, keys_kernel(p - t, -0.75)) for t in range(f - 1, f + 3)])
+            for combo in itertools.product(*taps):
+                index = [i for i, _ in combo]
+                weight = np.prod([w for _, w in combo])
+                if padding == "ZEROS":
+                    if not all(0 <= i < n for i, n in zip(index, spatial)):
+                        continue
+                elif padding == "REPLICATE":
+                    index = [min(max(i, 0), n - 1) for i, n in zip(index, spatial)]
+                else:
+                    index = [_reflect(i, n) for i, n in zip(index, spatial)]
+                out[(b, slice(None)) + z] += weight * x[(b, slice(None)) + tuple(index)]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])
+@pytest.mark.parametrize("padding", ["ZEROS", "REFLECT", "REPLICATE"])
+@pytest.mark.parametrize("aligned", [False, True])
+def test_grid_sample_2d(rng, mode, padding, aligned):
+    x = rng.standard_normal((2, 2, 3, 4))
+    grid = rng.uniform(-1.4, 1.4, size=(2, 2, 3, 2))
+    out = run("image.grid_sample", {"input": x, "grid": grid},
+              {"mode": mode, "padding": padding, "aligned": aligned})["output"]
+    np.testing.assert_allclose(out, ref_grid_sample(x, grid, mode, padding, aligned),
+                               atol=1e-12)
+
+
+def test_grid_sample_defaults_and_far_reflection(rng):
+    x = rng.standard_normal((1, 2, 5))
+    grid = np.array([[[-3.7], [-1.0], [0.1], [2.9], [5.3]]])  # several reflections
+    out = run("image.grid_sample", {"input": x, "grid": grid})["output"]
+    np.testing.assert_allclose(out, ref_grid_sample(x, grid, "LINEAR", "ZEROS", False),
+                               atol=1e-12)
+    out = run("image.grid_sample", {"input": x, "grid": grid}, {"padding": "REFLECT"})["output"]
+    np.testing.assert_allclose(out, ref_grid_sample(x, grid, "LINEAR", "REFLECT", False),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR"])
+def test_grid_sample_3d(rng, mode):
+    x = rng.standard_normal((1, 1, 2, 3, 2))
+    grid = rng.uniform(-1.2, 1.2, size=(1, 2, 1, 2, 3))
+    out = run("image.grid_sample", {"input": x, "grid": grid},
+              {"mode": mode, "padding": "REPLICATE", "aligned": True})["output"]
+    np.testing.assert_allclose(out, ref_grid_sample(x, grid, mode, "REPLICATE", True),
+                               atol=1e-12)
+
+
+def test_grid_sample_rejects_unknown_padding(rng):
+    with pytest.raises(Diagnostic, match="padding"):
+        run("image.grid_sample", {"input": rng.standard_normal((1, 1, 2, 2)),
+                                  "grid": np.zeros((1, 1, 1, 2))}, {"padding": "WRAP"})
