@@ -252,3 +252,230 @@ def test_deconv_is_the_adjoint_of_conv(rng):
     deconv = run("nn.deconv", {"input": y, "filter": w},
                  {**attributes, "output_size": [5, 5]})["output"]
     assert math.isclose(np.sum(conv * y), np.sum(x * deconv), rel_tol=1e-12)
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def ref_pool(x, combine, initial, size, axes=None, stride=None, dilation=None, padding=None,
+             padding_align="UPPER", ceil_mode=False):
+    """Combine the non-padded window elements over `axes` (default: all but the first two)."""
+    axes = [a % x.ndim for a in (axes if axes is not None else range(2, x.ndim))]
+    k = len(axes)
+    stride = stride or [1] * k
+    dilation = dilation or [1] * k
+    extents = [x.shape[a] for a in axes]
+    front, out_extents = _window_geometry(extents, size, stride, dilation, padding,
+                                          padding_align, ceil_mode)
+    shape = list(x.shape)
+    for a, extent in zip(axes, out_extents):
+        shape[a] = extent
+    out = np.full(shape, initial)
+    for o in itertools.product(*map(range, out_extents)):
+        target = [slice(None)] * x.ndim
+        for a, position in zip(axes, o):
+            target[a] = position
+        for j in itertools.product(*map(range, size)):
+            source = [slice(None)] * x.ndim
+            inside = True
+            for n, a in enumerate(axes):
+                position = stride[n] * o[n] + dilation[n] * j[n] - front[n]
+                inside = inside and 0 <= position < x.shape[a]
+                source[a] = position
+            if inside:
+                out[tuple(target)] = combine(out[tuple(target)], x[tuple(source)])
+    return out
+
+
+def ref_sum_pool(x, **attributes):
+    return ref_pool(x, np.add, 0.0, **attributes)
+
+
+def ref_max_pool(x, **attributes):
+    return ref_pool(x, np.maximum, -np.inf, **attributes)
+
+
+def ref_avg_pool(x, ignore_border=True, **attributes):
+    total = ref_sum_pool(x, **attributes)
+    if ignore_border:
+        return total / ref_sum_pool(np.ones_like(x), **attributes)
+    return total / np.prod(attributes["size"])
+
+
+POOL_CASES = [
+    ((1, 2, 5, 5), {"size": [2, 2]}),
+    ((1, 2, 5, 6), {"size": [3, 3], "stride": [2, 2]}),
+    ((1, 1, 5, 6), {"size": [3, 2], "stride": [2, 3], "ceil_mode": True}),
+    ((1, 1, 7, 5), {"size": [2, 2], "dilation": [2, 1], "padding": [1, 0, 2, 1]}),
+    ((1, 2, 6, 5), {"size": [2, 3], "stride": [2, 2], "padding_align": "LOWER"}),
+    ((2, 3, 4), {"size": [2, 3], "axes": [0, -1], "padding": [1, 1, 0, 1]}),
+    ((3, 5), {"size": [3], "axes": [1], "stride": [2], "padding": [1, 1]}),
+]
+
+
+@pytest.mark.parametrize("shape, attributes", POOL_CASES)
+def test_max_pool(rng, shape, attributes):
+    x = rng.standard_normal(shape)
+    out = run("nn.max_pool", {"input": x}, attributes)["output"]
+    np.testing.assert_array_equal(out, ref_max_pool(x, **attributes))
+
+
+def test_max_pool_ignores_padding_even_for_negative_inputs(rng):
+    x = -1.0 - rng.random((1, 1, 3, 3))
+    attributes = {"size": [3, 3], "padding": [1, 1, 1, 1]}
+    out = run("nn.max_pool", {"input": x}, attributes)["output"]
+    assert np.all(out < 0.0)
+    np.testing.assert_array_equal(out, ref_max_pool(x, **attributes))
+
+
+@pytest.mark.parametrize("shape, attributes", POOL_CASES)
+def test_sum_pool(rng, shape, attributes):
+    x = rng.standard_normal(shape)
+    out = run("nn.sum_pool", {"input": x}, attributes)["output"]
+    np.testing.assert_allclose(out, ref_sum_pool(x, **attributes), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, attributes", POOL_CASES)
+@pytest.mark.parametrize("ignore_border", [True, False])
+def test_avg_pool(rng, shape, attributes, ignore_border):
+    x = rng.standard_normal(shape)
+    out = run("nn.avg_pool", {"input": x}, {**attributes, "ignore_border": ignore_border})
+    np.testing.assert_allclose(out["output"], ref_avg_pool(x, ignore_border, **attributes),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, attributes", POOL_CASES[:1] + POOL_CASES[2:6])
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.5])
+def test_lp_pool(rng, shape, attributes, p):
+    x = rng.standard_normal(shape)
+    out = run("nn.lp_pool", {"input": x}, {**attributes, "p": p})["output"]
+    expected = ref_sum_pool(np.abs(x) ** p, **attributes) ** (1.0 / p)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_lp_pool_p_must_be_positive(rng):
+    with pytest.raises(Diagnostic, match="'p' must be positive"):
+        run("nn.lp_pool", {"input": rng.standard_normal((1, 1, 4, 4))},
+            {"size": [2, 2], "p": 0.0})
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"size": [2, 2], "stride": [0, 1]}, "'stride' must be positive"),
+    ({"size": [2, 2], "axes": [2, 2]}, "axes must be distinct"),
+    ({"size": [2], "axes": [4]}, "axes must be between"),
+    ({"size": [6, 2]}, "padded input-size must be greater"),
+    ({"size": [2, 2], "padding_align": "MIDDLE"}, "'padding_align' must be one of"),
+])
+def test_pool_attributes_are_checked(rng, attributes, message):
+    with pytest.raises(Diagnostic, match=message):
+        run("nn.max_pool", {"input": rng.standard_normal((1, 1, 4, 4))},
+            {"padding": [0] * (2 * len(attributes["size"])), **attributes})
+
+
+# ----------------------------------------------------------------------------- activations
+
+
+def test_relu_plain_leaky_and_clipped(rng):
+    x = rng.standard_normal((3, 4)) * 3.0
+    np.testing.assert_array_equal(run("nn.relu", {"x": x})["y"], np.maximum(x, 0.0))
+    np.testing.assert_allclose(run("nn.relu", {"x": x}, {"alpha": 0.1})["y"],
+                               np.where(x < 0.0, 0.1 * x, x))
+    np.testing.assert_array_equal(run("nn.relu", {"x": x}, {"max": 2.0})["y"],
+                                  np.clip(x, 0.0, 2.0))
+    # the spec's formula max(min(x, max), alpha * x): above max / alpha, alpha * x wins
+    out = run("nn.relu", {"x": x}, {"alpha": 0.25, "max": 1.5})["y"]
+    np.testing.assert_allclose(out, np.maximum(np.minimum(x, 1.5), 0.25 * x))
+    assert out.max() > 1.5
+
+
+def test_relu_attributes_are_checked(rng):
+    with pytest.raises(Diagnostic, match="'alpha' must be between 0 and 1"):
+        run("nn.relu", {"x": rng.standard_normal(3)}, {"alpha": 1.5})
+    with pytest.raises(Diagnostic, match="'max' must be positive"):
+        run("nn.relu", {"x": rng.standard_normal(3)}, {"max": 0.0})
+
+
+@pytest.mark.parametrize("axis, shape", [(1, (2, 3, 4)), (-1, (2, 3, 4)), (0, (3,))])
+def test_prelu(rng, axis, shape):
+    x = rng.standard_normal(shape)
+    alpha = rng.random(shape[axis])
+    broadcast = [1] * len(shape)
+    broadcast[axis] = shape[axis]
+    expected = np.where(x < 0.0, alpha.reshape(broadcast) * x, x)
+    attributes = {} if axis == 1 else {"axis": axis}
+    np.testing.assert_allclose(run("nn.prelu", {"x": x, "alpha": alpha}, attributes)["y"],
+                               expected)
+
+
+@pytest.mark.parametrize("theta", [None, 0.5])
+def test_thresholded_relu(rng, theta):
+    x = rng.standard_normal((3, 5))
+    attributes = {} if theta is None else {"theta": theta}
+    expected = np.where(x > (theta or 0.0), x, 0.0)
+    np.testing.assert_array_equal(run("nn.thresholded_relu", {"x": x}, attributes)["y"],
+                                  expected)
+
+
+_erf = np.vectorize(math.erf)
+
+
+@pytest.mark.parametrize("approximate", [None, "TANH", "SIGMOID"])
+def test_gelu(rng, approximate):
+    x = rng.standard_normal((2, 5)) * 2.0
+    if approximate is None:
+        expected = 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    elif approximate == "TANH":
+        expected = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    else:
+        expected = x / (1.0 + np.exp(-1.702 * x))
+    attributes = {} if approximate is None else {"approximate": approximate}
+    np.testing.assert_allclose(run("nn.gelu", {"x": x}, attributes)["y"], expected,
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_gelu_approximation_is_checked(rng):
+    with pytest.raises(Diagnostic, match="'approximate' must be one of"):
+        run("nn.gelu", {"x": rng.standard_normal(3)}, {"approximate": "ERF"})
+
+
+UNARY = {
+    "sigmoid": ({}, lambda x: 1.0 / (1.0 + np.exp(-x))),
+    "silu": ({}, lambda x: x / (1.0 + np.exp(-x))),
+    "softplus": ({}, lambda x: np.log1p(np.exp(x))),
+    "erf": ({}, _erf),
+    "elu": ({}, lambda x: np.where(x < 0.0, np.expm1(x), x)),
+    "selu": ({}, lambda x: 1.05070102 * np.where(x < 0.0, 1.67326319 * np.expm1(x), x)),
+    "hard_sigmoid": ({}, lambda x: np.clip(0.2 * x + 0.5, 0.0, 1.0)),
+}
+
+UNARY_WITH_ATTRIBUTES = {
+    "elu": ({"alpha": 0.5}, lambda x: np.where(x < 0.0, 0.5 * np.expm1(x), x)),
+    "selu": ({"alpha": 2.0, "lambda": 0.5},
+             lambda x: 0.5 * np.where(x < 0.0, 2.0 * np.expm1(x), x)),
+    "hard_sigmoid": ({"alpha": 0.5, "beta": 0.25}, lambda x: np.clip(0.5 * x + 0.25, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 2)])
+def test_unary_activation(rng, name, shape):
+    attributes, reference = UNARY[name]
+    x = rng.standard_normal(shape) * 3.0
+    np.testing.assert_allclose(run(f"nn.{name}", {"x": x}, attributes)["y"], reference(x),
+                               rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_WITH_ATTRIBUTES))
+def test_unary_activation_attributes(rng, name):
+    attributes, reference = UNARY_WITH_ATTRIBUTES[name]
+    x = rng.standard_normal((3, 4)) * 3.0
+    np.testing.assert_allclose(run(f"nn.{name}", {"x": x}, attributes)["y"], reference(x),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_activations_at_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, 40.0, -40.0])
+    np.testing.assert_allclose(run("nn.sigmoid", {"x": x})["y"], 1.0 / (1.0 + np.exp(-x)),
+                               rtol=1e-15, atol=0.0)
+    np.testing.assert_array_equal(run("nn.relu", {"x": x})["y"], np.maximum(x, 0.0))
+    np.testing.assert_array_equal(run("nn.erf", {"x": x})["y"], _erf(x))
