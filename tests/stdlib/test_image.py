@@ -154,6 +154,13 @@ def test_linear_upsample_1d(rng, symmetric, replicate, factor):
         out["output"], ref_linear_upsample(x, [0], [factor], symmetric, replicate), atol=1e-12)
 
 
+def test_linear_upsample_defaults(rng):
+    x = rng.standard_normal((3, 2))
+    out = run("image.linear_upsample", {"input": x}, {"factor": [2, 4]})["output"]
+    np.testing.assert_allclose(out, ref_linear_upsample(x, [0, 1], [2, 4], True, True),
+                               atol=1e-12)
+
+
 @pytest.mark.parametrize("symmetric,replicate", [(True, True), (False, False)])
 def test_linear_upsample_2d_on_some_axes(rng, symmetric, replicate):
     x = rng.standard_normal((1, 2, 3, 3))
@@ -242,6 +249,17 @@ def test_rescale(rng, mode, factor):
     expected = ref_nearest_resize(x, [0, 1], size, "SYMMETRIC", "ROUND_PREFER_FLOOR") \
         if mode == "NEAREST" else ref_linear_resize(x, [0, 1], size, "SYMMETRIC")
     np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_resize_and_rescale_defaults(rng):
+    x = rng.standard_normal((3, 5))
+    out = run("image.resize", {"input": x}, {"size": [6, 2]})["output"]
+    np.testing.assert_array_equal(
+        out, ref_nearest_resize(x, [0, 1], [6, 2], "SYMMETRIC", "ROUND_PREFER_FLOOR"))
+    out = run("image.rescale", {"input": x}, {"factor": [2.5, 0.5]})["output"]
+    size = [8, 3]  # round half away from zero: 7.5 -> 8, 2.5 -> 3
+    np.testing.assert_array_equal(
+        out, ref_nearest_resize(x, [0, 1], size, "SYMMETRIC", "ROUND_PREFER_FLOOR"))
 
 
 def test_resize_rejects_unknown_mode(rng):
