@@ -479,3 +479,38 @@ def test_activations_at_special_values():
                                rtol=1e-15, atol=0.0)
     np.testing.assert_array_equal(run("nn.relu", {"x": x})["y"], np.maximum(x, 0.0))
     np.testing.assert_array_equal(run("nn.erf", {"x": x})["y"], _erf(x))
+
+
+@pytest.mark.parametrize("shape, attributes", [
+    ((1, 5, 3), {"size": [3]}),
+    ((2, 6, 2), {"size": [4], "alpha": 0.5, "beta": 0.75, "bias": 2.0}),
+    ((1, 3, 4, 4), {"size": [3, 2], "axes": [2, -1], "alpha": 1e-2}),
+])
+def test_local_response_norm(rng, shape, attributes):
+    x = rng.standard_normal(shape)
+    axes = attributes.get("axes", [1])
+    size = attributes["size"]
+    # the window is padded (size - 1) / 2 in front and the rest behind; the mean divides
+    # by the whole window volume (padding counted), as avg_pool{ignore_border=false}
+    padding = [(s - 1) // 2 for s in size] + [s // 2 for s in size]
+    mean = ref_avg_pool(x * x, ignore_border=False, size=size, axes=axes, padding=padding)
+    expected = x / (attributes.get("bias", 1.0) + attributes.get("alpha", 1.0) * mean) ** \
+        attributes.get("beta", 0.5)
+    np.testing.assert_allclose(run("nn.local_response_norm", {"input": x}, attributes)["output"],
+                               expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("axes, bias, epsilon", [
+    ([1], None, None), ([0, -1], 0.5, None), ([-1], None, 4.0), ([1, 2], 0.1, 0.2)])
+def test_l1_norm(rng, axes, bias, epsilon):
+    x = rng.standard_normal((2, 3, 4))
+    attributes = {"axes": axes}
+    denominator = np.abs(x).sum(axis=tuple(axes), keepdims=True)
+    if bias is not None:
+        attributes["bias"] = bias
+        denominator = denominator + bias
+    if epsilon is not None:
+        attributes["epsilon"] = epsilon
+        denominator = np.maximum(denominator, epsilon)
+    np.testing.assert_allclose(run("nn.l1_norm", {"input": x}, attributes)["output"],
+                               x / denominator, rtol=1e-12)
