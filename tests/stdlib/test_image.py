@@ -262,6 +262,12 @@ def test_resize_and_rescale_defaults(rng):
         out, ref_nearest_resize(x, [0, 1], size, "SYMMETRIC", "ROUND_PREFER_FLOOR"))
 
 
+@pytest.mark.parametrize("op", ["nearest_resize", "linear_resize", "cubic_resize"])
+def test_resizing_an_empty_axis_is_a_diagnostic(op):
+    with pytest.raises(Diagnostic, match="empty axis"):
+        run(f"image.{op}", {"input": np.zeros((2, 0))}, {"size": [2, 2]})
+
+
 def test_resize_rejects_unknown_mode(rng):
     with pytest.raises(Diagnostic, match="mode"):
         run("image.resize", {"input": rng.standard_normal((2, 2))},
