@@ -514,3 +514,17 @@ def test_l1_norm(rng, axes, bias, epsilon):
         denominator = np.maximum(denominator, epsilon)
     np.testing.assert_allclose(run("nn.l1_norm", {"input": x}, attributes)["output"],
                                x / denominator, rtol=1e-12)
+
+
+def test_negative_automatic_padding_depends_on_the_profile(rng):
+    """A 1x1 filter with stride 2 over 4 positions: the spec's total padding is
+    (4 / 2 - 1) * 2 + 1 - 4 = -1; its front part -1 / 2 rounds down to -1 under profile
+    'spec' (reading positions 1 and 3) and truncates to 0 under 'khronos' (positions 0, 2)."""
+    x = rng.standard_normal((1, 1, 4))
+    w = np.ones((1, 1, 1))
+    spec = run("nn.conv", {"input": x, "filter": w}, {"stride": [2]}, profile="spec")
+    khronos = run("nn.conv", {"input": x, "filter": w}, {"stride": [2]}, profile="khronos")
+    np.testing.assert_array_equal(spec["output"], x[:, :, 1::2])
+    np.testing.assert_array_equal(khronos["output"], x[:, :, 0::2])
+    pooled = run("nn.max_pool", {"input": x}, {"size": [1], "stride": [2]}, profile="khronos")
+    np.testing.assert_array_equal(pooled["output"], x[:, :, 0::2])

@@ -112,3 +112,17 @@ def test_min_max_levels_by_hand():
 def test_quantize_attributes_are_checked(rng, name, attributes, message):
     with pytest.raises(Diagnostic, match=message):
         run(name, {"input": rng.standard_normal((2, 3))}, attributes)
+
+
+def test_zero_point_of_an_infinite_input_is_a_diagnostic():
+    """int(round(±inf)) only marks an extreme value; adding the zero point to it is an error
+    (docs/semantics.md), never a silently wrapped integer."""
+    with pytest.raises(Diagnostic, match="int\\(inf\\)"):
+        run("quant.zero_point_linear_quantize", {"input": np.array([[np.inf, 1.0]])},
+            {"zero_point": 0, "scale": 1.0, "bits": 8, "channel_axis": 0})
+
+
+def test_min_max_keeps_infinities_at_the_bounds_and_nan():
+    out = run("quant.min_max_linear_quantize", {"input": np.array([[np.inf, -np.inf, np.nan]])},
+              {"min": -1.0, "max": 1.0, "bits": 2, "channel_axis": 0})["output"]
+    np.testing.assert_array_equal(out, [[1.0, -1.0, np.nan]])
