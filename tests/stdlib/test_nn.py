@@ -528,3 +528,18 @@ def test_negative_automatic_padding_depends_on_the_profile(rng):
     np.testing.assert_array_equal(khronos["output"], x[:, :, 0::2])
     pooled = run("nn.max_pool", {"input": x}, {"size": [1], "stride": [2]}, profile="khronos")
     np.testing.assert_array_equal(pooled["output"], x[:, :, 0::2])
+
+
+@pytest.mark.parametrize("input_shape, filter_shape, bias_size, message", [
+    ((1, 3, 3, 3), (2, 2, 2, 2), None, "input-channels must equal the filter's"),
+    ((1, 2, 3, 3), (2, 2, 2, 2), 3, "bias-size must equal output-channels"),
+    ((1, 2, 3, 3), (2, 2, 2, 2), None, "'output_size' must be compatible"),
+])
+def test_deconv_shapes_are_checked(rng, input_shape, filter_shape, bias_size, message):
+    inputs = {"input": rng.standard_normal(input_shape),
+              "filter": rng.standard_normal(filter_shape)}
+    if bias_size is not None:
+        inputs["bias"] = rng.standard_normal(bias_size)
+    attributes = {"output_size": [9, 9]} if "output_size" in message else {}
+    with pytest.raises(Diagnostic, match=message):
+        run("nn.deconv", inputs, attributes)
