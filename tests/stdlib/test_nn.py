@@ -546,3 +546,13 @@ def test_deconv_shapes_are_checked(rng, input_shape, filter_shape, bias_size, me
     attributes = {"output_size": [9, 9]} if "output_size" in message else {}
     with pytest.raises(Diagnostic, match=message):
         run("nn.deconv", inputs, attributes)
+
+
+@pytest.mark.parametrize("name", ["nn.conv", "nn.deconv"])
+@pytest.mark.parametrize("attribute, value", [("data_format", "NHWC"),
+                                              ("filter_format", "OIHW"),
+                                              ("padding_align", "SAME")])
+def test_conv_format_names_are_checked_first(rng, name, attribute, value):
+    with pytest.raises(Diagnostic, match=f"'{attribute}' must be one of"):
+        run(name, {"input": rng.standard_normal((1, 2, 4, 4)),
+                   "filter": rng.standard_normal((2, 2, 3, 3))}, {attribute: value})
