@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from refinterp.cli import main
 from refinterp.diagnostics import Diagnostic
 
 from .conftest import run
@@ -556,3 +557,40 @@ def test_conv_format_names_are_checked_first(rng, name, attribute, value):
     with pytest.raises(Diagnostic, match=f"'{attribute}' must be one of"):
         run(name, {"input": rng.standard_normal((1, 2, 4, 4)),
                    "filter": rng.standard_normal((2, 2, 3, 3))}, {attribute: value})
+
+
+# ----------------------------------------------------------------------------- from a user graph
+
+GRAPH = """import nn;
+
+graph net {
+    @input {
+        x: real[1,2,6,6];
+        w: real[3,2,3,3];
+        b: real[3];
+    }
+    @output {
+        y: real[1,3,2,2];
+    }
+    @compose {
+        c = nn.conv{stride=2, padding=[1,1,1,1]}(x, w, b);
+        r = nn.relu{alpha=0.1}(c);
+        y = nn.max_pool{size=[2,2], stride=[1,1], padding=[0,0,0,0]}(r);
+    }
+}
+"""
+
+
+def test_user_graph_through_the_command_line(rng, tmp_path):
+    """`import nn;` from a user file, run by `refinterp eval` (default engine)."""
+    (tmp_path / "net.sknd").write_text(GRAPH)
+    arrays = {"x": rng.standard_normal((1, 2, 6, 6)), "w": rng.standard_normal((3, 2, 3, 3)),
+              "b": rng.standard_normal(3)}
+    np.savez(tmp_path / "in.npz", **arrays)
+    assert main(["eval", str(tmp_path / "net.sknd"), "--inputs", str(tmp_path / "in.npz"),
+                 "-o", str(tmp_path / "out.npz")]) == 0
+    conv = ref_conv(arrays["x"], arrays["w"], arrays["b"], stride=[2, 2], padding=[1, 1, 1, 1])
+    relu = np.where(conv < 0.0, 0.1 * conv, conv)
+    expected = ref_max_pool(relu, size=[2, 2], padding=[0, 0, 0, 0])
+    with np.load(tmp_path / "out.npz") as out:
+        np.testing.assert_allclose(out["y"], expected, rtol=1e-12, atol=1e-12)
