@@ -140,6 +140,23 @@ def test_guarded_factor_with_an_infinity_stays_exact():
                            "y[i] += x[|i + k - 1|] * w[k], i < 3, k < 3;"), {"x": x, "w": w}))
 
 
+def test_non_contiguous_inputs_use_their_own_strides():
+    """A transposed input is copied to C order before a strided view is taken; a guarded
+    (padded) and an unguarded access both read the right elements."""
+    a = RNG.standard_normal((6, 5)).T  # shape (5, 6), Fortran order
+    b = RNG.standard_normal((7, 6)).T  # shape (6, 7)
+    out = vectorised(op("a: real[5, 6]; b: real[6, 7];", "y: real[5, 7];",
+                        "y[i, j] += a[i, k] * b[k, j], i < 5, j < 7, k < 6;"),
+                     {"a": a, "b": b})
+    np.testing.assert_allclose(out["y"], a @ b, rtol=1e-12)
+    x, w = RNG.standard_normal((10, 2))[:, 1], RNG.standard_normal(6)[::2]
+    out = vectorised(op("x: real[10]; w: real[3];", "y: real[10];",
+                        "y[i] += x[|i + k - 1|] * w[k], i < 10, k < 3;"), {"x": x, "w": w})
+    padded = np.pad(x, 1)
+    expected = np.array([sum(padded[i + k] * w[k] for k in range(3)) for i in range(10)])
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("update,reduce", [("+=", np.sum), ("*=", np.prod), ("<=", np.min),
                                            (">=", np.max)])
 def test_reductions_are_vectorised(update, reduce):

@@ -782,14 +782,14 @@ class VectorFormula:
             if (before or after) and not (is_guard and padding_allowed):
                 return None
             pads.append((before, after))
-        base = array
+        base, padded = array, False
         if any(before or after for before, after in pads):
             if sum(b + a for b, a in pads) > 4 * sum(array.shape):
                 return None  # mostly padding: the gather is cheaper
-            base = np.pad(array, pads)
+            base, padded = np.pad(array, pads), True
             self.padded = True
             self.padded_bases.append(base)  # its zeros must meet finite factors only
-        base = np.ascontiguousarray(base)
+        base = np.ascontiguousarray(base)  # a copy if the input was a non-contiguous view
         item = base.itemsize
         strides_of_dims = [st for st in base.strides]
         offset = sum((origin + before) * st for (origin, _), (before, _), st in
@@ -805,7 +805,7 @@ class VectorFormula:
                                                writeable=False)
         if not any(coefficients for _, coefficients in terms):
             return _python(view.reshape(()))
-        if base is not array and base is self.padded_bases[-1]:
+        if padded:
             self.padded_views.add(id(view))
         return view
 
