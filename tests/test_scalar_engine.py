@@ -53,3 +53,29 @@ def test_deconv_matches_scatter_reference() -> None:
                     if 0 <= o < 5:
                         expected[0, co, o] += x[0, ci, i] * f[ci, co, j]
     np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_error_note_shows_a_guarded_local_as_its_index() -> None:
+    """The 'at …' note of a failing iteration prints loop-local values as the user wrote them:
+    a local bound to a guarded index `|i + 1|` shows the index, not an internal wrapper."""
+    import pytest
+
+    from refinterp.diagnostics import Diagnostic
+    from refinterp.source import SourceFile
+    from refinterp.syntax import parse_module
+
+    source = SourceFile("<test>", """operator f {
+    @input { x: int[3]; }
+    @output { y: int[3]; }
+    @lower {
+        j = |i + 1|, y[i] = 1 / x[j], i < 3;
+    }
+}
+""")
+    definition = parse_module(source).module.definitions[0]
+    instance = instantiate(definition, Invocation({}, {"x": TensorInfo("int", (3,))}))
+    for generated in (True, False):  # the generated kernel reruns the closures for the note
+        with pytest.raises(Diagnostic) as caught:
+            run_lowering(instance, {"x": np.array([1, 0, 2])}, generated=generated)
+        assert caught.value.notes == ["at i = 0, j = 1"]
+        assert caught.value.message == "integer division by zero (1 / 0)"

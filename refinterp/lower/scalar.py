@@ -118,10 +118,16 @@ def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, 
                 profile: semantics.Profile, generated: bool = True) -> None:
     """Run one formula element by element, updating its output in `arrays`."""
     fast = compile_formula(instance, formula, arrays, profile, _failure) if generated else None
-    if fast is not None:
-        fast()
-    else:
+    if fast is None:
         FormulaRunner(instance, formula, arrays, profile).run()
+        return
+    try:
+        fast()
+    except EngineDiagnostic:
+        # The generated kernel works on copies and wrote nothing: rerun the closures, which
+        # report the failing sub-expression and iteration ("at i = ..").
+        FormulaRunner(instance, formula, arrays, profile).run()
+        raise
 
 
 def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnostic:
@@ -185,6 +191,10 @@ class FormulaRunner:
                 store(frame, value(frame))
             except _Skip:
                 continue
+            except EngineDiagnostic as diag:
+                if not diag.notes:  # say in which iteration it failed
+                    diag.notes = _failure(formula.node, "", frame).notes
+                raise
 
     @staticmethod
     def index_values(bound: Value) -> list[Any]:
@@ -694,7 +704,10 @@ def _python(value: Any, dtype: str) -> Value:
 
 
 def _plain(value: Any) -> Value:
-    return tuple(value) if isinstance(value, (list, tuple)) else value
+    """A frame value as the user wrote it: a guarded index shows its index."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value.index if isinstance(value, _Guarded) else value
 
 
 def _join(parts: Any) -> Value:
