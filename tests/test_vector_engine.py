@@ -24,7 +24,8 @@ from refinterp.lower.vector import run_vector
 
 from .vector_strategies import Example, formulas
 
-FOLDER = Path(tempfile.mkdtemp(prefix="refinterp_vector_"))
+_TEMPORARY = tempfile.TemporaryDirectory(prefix="refinterp_vector_")  # removed at exit
+FOLDER = Path(_TEMPORARY.name)
 
 
 def write(text: str) -> Path:

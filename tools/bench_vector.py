@@ -136,7 +136,8 @@ def alexnet_case(rng: np.random.Generator, engine: str):
         params[name] = rng.standard_normal(shape) / np.sqrt(fan_in)
         params[f"bias{i}"] = rng.standard_normal(shape[0]) * 0.1
     x = rng.standard_normal((1, 3, 224, 224))
-    folder = Path(tempfile.mkdtemp(prefix="bench_alexnet_"))
+    temporary = tempfile.TemporaryDirectory(prefix="bench_alexnet_")  # removed with `ours`
+    folder = Path(temporary.name)
     (folder / "main.sknd").write_text(ALEXNET)
 
     from refinterp.api import load_program
@@ -170,6 +171,7 @@ def alexnet_case(rng: np.random.Generator, engine: str):
         y = relu(y @ p["weight7"].T + p["bias7"])
         return y @ p["weight8"].T + p["bias8"]
 
+    ours.temporary = temporary  # type: ignore[attr-defined]  # keeps the folder alive
     return ours, reference, None
 
 
