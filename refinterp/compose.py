@@ -556,7 +556,8 @@ class Executor:
         if quiet:
             return None
         *path, name = node.callee
-        imported = module if not path else module.imports.get(".".join(path))
+        imported = module if not path or ".".join(path) == module.name else \
+            module.imports.get(".".join(path))
         notes = []
         if imported is None:
             notes.append(f"no module '{'.'.join(path)}' is imported here")
@@ -607,9 +608,13 @@ class Executor:
 
 def resolve_callee(callee: tuple[str, ...], module: LoadedModule
                    ) -> tuple[ast.OperatorDef, LoadedModule] | None:
-    """The definition `op` of `module`, or `a.b.op` of the module imported as `a.b`."""
+    """The definition `op` of `module`, or `a.b.op` of the module imported as `a.b` — or of
+    `module` itself when that is its own name (math.sknd's `lp_reduce` calls `math.abs`, in the
+    spec §4.2.6 and in the Khronos stdlib)."""
     *path, name = callee
     target = module if not path else module.imports.get(".".join(path))
+    if target is None and ".".join(path) == module.name:
+        target = module
     if target is not None:
         for definition in target.tree.definitions:
             if definition.name == name:

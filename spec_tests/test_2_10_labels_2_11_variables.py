@@ -318,3 +318,32 @@ def test_shapes_quant_errors(tmp_path: Path, capsys, old: str, new: str, message
     (tmp_path / "q.sknd").write_text((OPS + QUANT % "8").replace(old, new))
     assert main(["shapes", str(tmp_path / "q.sknd"), "--quant"]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_a_module_may_call_its_own_operators_by_qualified_name(tmp_path: Path, capsys) -> None:
+    """§4.2.6's lp_reduce, inside module math, invokes `math.abs`: a module's own name
+    qualifies its operators (also private ones) without importing itself."""
+    (tmp_path / "lib.sknd").write_text("""
+operator _twice {
+  @input { x: real[n]; }
+  @output { y: real[n]; }
+  @lower { y[i] = x[i] * 2.0, i < n; }
+}
+operator quad {
+  @input { x: real[n]; }
+  @output { y: real[n]; }
+  @compose { t = lib._twice(x); y = lib._twice(t); }
+}
+operator wrong {
+  @input { x: real[n]; }
+  @output { y: real[n]; }
+  @compose { y = lib.thrice(x); }
+}""")
+    (tmp_path / "ok.sknd").write_text("""import lib;
+graph G { @input { x: real[2]; } @output { y: real[2]; } @compose { y = lib.quad(x); } }""")
+    (tmp_path / "bad.sknd").write_text("""import lib;
+graph G { @input { x: real[2]; } @output { y: real[2]; } @compose { y = lib.wrong(x); } }""")
+    assert run(["eval", str(tmp_path / "ok.sknd"), "--input", "x=[1.0, 2.0]"],
+               tmp_path)["y"].tolist() == [4.0, 8.0]
+    assert main(["eval", str(tmp_path / "bad.sknd"), "--input", "x=[1.0, 2.0]"]) == 1
+    assert "unknown operator 'lib.thrice'" in capsys.readouterr().err
