@@ -71,8 +71,13 @@ def _any(condition: np.ndarray, active: Mask) -> bool:
 
 def _promoted(op: str, a: np.ndarray, b: np.ndarray, profile: Profile
               ) -> tuple[np.ndarray, np.ndarray]:
-    """semantics.binary's mixed int/real rule: an error (spec) or the int made real (khronos)."""
+    """semantics.binary's mixed-operand rule: an error (spec) or, under khronos, a bool compared
+    with a number as 0/1, then the int made real (semantics._promote_mixed)."""
     kinds = {kind(a), kind(b)}
+    if op in semantics.COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"} \
+            and profile.mixed_int_real == "promote":
+        a, b = (x.astype(np.int64) if kind(x) == "bool" else x for x in (a, b))
+        kinds = {kind(a), kind(b)}
     if kinds == {"int", "real"}:
         if profile.mixed_int_real != "promote":
             raise Deferred(f"'{op}' mixes int and real")

@@ -59,7 +59,7 @@ class Profile:
     min_max_nan: Literal["propagate", "first"]     # `<<` `>>` with NaN: NaN, or the left operand
     int_negative_power: Literal["exact", "trunc"]  # int a ** b, b < 0: exact or error; or C trunc
     mixed_int_real: Literal["error", "promote"] = "error"  # int op real at run time: error, or
-    #                                                  the int converted to real (C++ promotion)
+    #   the int converted to real (C++ promotion; in comparisons also a bool with a number, as 0/1)
     description: str = ""
 
 
@@ -366,8 +366,8 @@ def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
     Raises NumericError for a violated rule or operands of the wrong types.
     """
     op = OP_ALIASES.get(op, op)
-    if profile.mixed_int_real == "promote" and {kind(a), kind(b)} == {"int", "real"}:
-        a, b = _as_real(a), _as_real(b)  # Khronos: C++ converts the int operand to real
+    if profile.mixed_int_real == "promote":
+        a, b = _promote_mixed(op, a, b)
     if op in _COMPARISONS:
         return compare(op, a, b)
     kinds = (kind(a), kind(b))
@@ -386,6 +386,19 @@ def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
     if kinds[0] == "int":
         return _int_binary(op, a, b, profile)
     return _real_binary(op, a, b, profile)
+
+
+def _promote_mixed(op: str, a: Scalar, b: Scalar) -> tuple[Scalar, Scalar]:
+    """The Khronos runtime's C++ conversions of mixed operands: in a comparison a bool next to
+    an int or a real is 0 or 1 (`math.ne` takes two independent `type`s); then an int next to
+    a real is converted to real."""
+    kinds = {kind(a), kind(b)}
+    if op in COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"}:
+        a, b = (int(x) if isinstance(x, bool) else x for x in (a, b))
+        kinds = {kind(a), kind(b)}
+    if kinds == {"int", "real"}:
+        a, b = _as_real(a), _as_real(b)
+    return a, b
 
 
 def _as_real(x: Scalar) -> Scalar:

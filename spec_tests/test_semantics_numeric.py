@@ -380,9 +380,10 @@ def test_mixed_types_are_rejected(profile) -> None:
     are never mixed implicitly (the khronos profile promotes int to real instead, see
     `test_mixed_int_real_is_promoted_only_by_the_khronos_profile`), bools are not ints, strings
     have no arithmetic."""
-    mixed = [("+", 1, 1.0), ("==", 1, 1.0), ("<", 1.0, 1), ("<<", 1, 2.0), ("**", 2, 0.5)]
+    mixed = [("+", 1, 1.0), ("==", 1, 1.0), ("<", 1.0, 1), ("<<", 1, 2.0), ("**", 2, 0.5),
+             ("==", True, 1), ("!=", 0.5, False)]
     for op, a, b in (mixed if profile is SPEC else []) + [
-            ("+", True, 1), ("==", True, 1), ("*", True, True), ("+", "a", "b"), ("&&", 1, 0),
+            ("+", True, 1), ("*", True, True), ("+", "a", "b"), ("&&", 1, 0), ("==", True, "a"),
             ("+", True, 1.0), ("&&", 1, 1.0)]:
         with pytest.raises(NumericError):
             binary(op, a, b, profile)
@@ -710,6 +711,11 @@ def test_mixed_int_real_is_promoted_only_by_the_khronos_profile() -> None:
     assert binary("<=", 2.0, 2, KHRONOS) is True
     assert binary("+", 1, 0.5, KHRONOS) == 1.5 and isinstance(binary("*", 2, 1.5, KHRONOS), float)
     assert binary("<", 1e308, INT_POS_INF, KHRONOS) is True
+    # a bool compared with a number is 0 or 1 (the Khronos unittest's `ne` of real and bool)
+    assert binary("!=", 0.5, True, KHRONOS) is True and binary("==", 1.0, True, KHRONOS) is True
+    assert binary("<", False, 1, KHRONOS) is True and binary("==", 0, False, KHRONOS) is True
+    with pytest.raises(NumericError, match="one type"):
+        binary("!=", 0.5, True, SPEC)
     with pytest.raises(NumericError, match="one type"):
         binary(">", 3, 2.5, SPEC)
     with pytest.raises(NumericError, match="two ints or two reals"):

@@ -94,6 +94,13 @@ def test_mixed_int_real(profile):
     check_binary("<", [1, -3], [0.5, math.inf], profile)
 
 
+@pytest.mark.parametrize("op", ["==", "!=", "<", ">="])
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_bool_compared_with_numbers(op, profile):
+    check_binary(op, [True, False, True], [0.5, 0.0, 1.0], profile)
+    check_binary(op, [1, 0, 2], [True, False, True], profile)
+
+
 def check_unary(function, scalar, values, profile):
     array = np.array(values)
     for position, value in enumerate(values):
