@@ -172,8 +172,11 @@ class VectorFormula:
         self.saved: Any = None  # a copy of the output, when it is written box by box
         self.padding_allowed = False  # may a guarded access read a zero-padded view?
         self.padded = False           # did one?
-        self.padded_bases: list[np.ndarray] = []
-        self.padded_views: set[int] = set()
+        # strided views of this box by id -> the array they read (kept alive with them)
+        self.view_bases: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # for the whole run: (id(input), paddings) -> (input, its C-order, possibly padded copy)
+        self.prepared: dict[tuple[int, tuple], tuple[np.ndarray, np.ndarray]] = {}
+        self.finite: dict[int, tuple[np.ndarray, bool]] = {}  # id(base) -> (base, all finite?)
         self.kind = self._output_kind()
 
     # ------------------------------------------------------------------ planning
@@ -372,6 +375,7 @@ class VectorFormula:
             # factors may be zero-padded views (a guarded index outside the tensor reads 0,
             # which adds nothing to the contraction); other stores rerun without padding
             self.padded = False
+            self.view_bases = {}
             nodes = self.factors(f.value)
             live = self.live
             factors = []
@@ -647,9 +651,9 @@ class VectorFormula:
         if len(arrays) != len(factors) or any(A.kind(f) != self.kind for f in arrays):
             return False
         if (valid is not None or self.padded) and self.kind == "real":
-            # 0 * inf is nan: a skipped iteration must contribute nothing
-            checked = [f for f in arrays if id(f) not in self.padded_views]
-            if not all(np.isfinite(a).all() for a in checked + self.padded_bases):
+            # 0 * inf is nan: a skipped iteration (masked, or reading padding) must contribute
+            # nothing, so every factor must be finite; a strided view is checked by its base
+            if not all(self.all_finite(f) for f in arrays):
                 return False
         if valid is not None:
             arrays.append(valid.astype(arrays[0].dtype))
@@ -782,14 +786,12 @@ class VectorFormula:
             if (before or after) and not (is_guard and padding_allowed):
                 return None
             pads.append((before, after))
-        base, padded = array, False
-        if any(before or after for before, after in pads):
+        padded = any(before or after for before, after in pads)
+        if padded:
             if sum(b + a for b, a in pads) > 4 * sum(array.shape):
                 return None  # mostly padding: the gather is cheaper
-            base, padded = np.pad(array, pads), True
-            self.padded = True
-            self.padded_bases.append(base)  # its zeros must meet finite factors only
-        base = np.ascontiguousarray(base)  # a copy if the input was a non-contiguous view
+            self.padded = True  # its zeros must meet finite factors only
+        base = self.prepared_base(array, tuple(pads))
         item = base.itemsize
         strides_of_dims = [st for st in base.strides]
         offset = sum((origin + before) * st for (origin, _), (before, _), st in
@@ -805,9 +807,28 @@ class VectorFormula:
                                                writeable=False)
         if not any(coefficients for _, coefficients in terms):
             return _python(view.reshape(()))
-        if padded:
-            self.padded_views.add(id(view))
+        self.view_bases[id(view)] = (view, base)
         return view
+
+    def prepared_base(self, array: np.ndarray, pads: tuple) -> np.ndarray:
+        """`array` zero-padded by `pads` and in C order (a copy if the input is a
+        non-contiguous view), made once per run: every box of a chunked run reuses it."""
+        key = (id(array), pads)
+        if key not in self.prepared:
+            base = np.pad(array, pads) if any(b or a for b, a in pads) else array
+            self.prepared[key] = (array, np.ascontiguousarray(base))
+        return self.prepared[key][1]
+
+    def all_finite(self, factor: np.ndarray) -> bool:
+        """Is every value `factor` reads finite? A strided view of this box answers for the
+        array it reads (cached for the run), so a broadcast view is never expanded."""
+        entry = self.view_bases.get(id(factor))
+        if entry is None or entry[0] is not factor:
+            return bool(np.isfinite(factor).all())  # computed in this box
+        base = entry[1]
+        if id(base) not in self.finite:
+            self.finite[id(base)] = (base, bool(np.isfinite(base).all()))
+        return self.finite[id(base)][1]
 
     def live_without(self, effective: np.ndarray) -> np.ndarray:
         return _and(self.live, ~np.broadcast_to(effective, self.shape))
