@@ -214,6 +214,44 @@ class VectorFormula:
             visit(item)
         return found
 
+    def _split_order(self, rest: list[int]) -> list[int]:
+        """The vectorised axes in the order they are split into chunks, cheapest first.
+        Every chunk reads again what the accesses not indexed by the split axis read (split by
+        output channel, a convolution gathers the whole input window per chunk; split by row,
+        it re-reads only the small filter), so an axis costs the sizes of the tensors whose
+        accesses do not mention it. Ties keep the iteration order."""
+        f = self.formula
+        local_names = {local.name: free_names(local.value) for local in f.locals}
+        reads: list[tuple[int, set[str]]] = []  # (tensor size, names its indices use)
+
+        def mentioned(node: object) -> set[str]:
+            names = set(free_names(node)) if isinstance(node, ast.Node) else set()
+            for name in list(names):
+                names |= local_names.get(name, set())
+            return names
+
+        def visit(node: object) -> None:
+            if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name):
+                array = self.arrays.get(node.base.name)
+                if isinstance(array, np.ndarray):
+                    names = set().union(*(mentioned(item) for item in node.items))
+                    reads.append((array.size, names))
+            if isinstance(node, ast.Node):
+                for value in vars(node).values():
+                    visit(value)
+            elif isinstance(node, tuple):
+                for item in node:
+                    visit(item)
+
+        for expr in (f.value, f.condition, *(local.value for local in f.locals)):
+            visit(expr)
+        output = self.arrays.get(f.output)
+        if isinstance(output, np.ndarray):
+            reads.append((output.size, set().union(*(mentioned(i) for i in f.access))))
+        cost = {a: sum(size for size, names in reads if self.axes[a].name not in names)
+                for a in rest}
+        return sorted(rest, key=lambda a: (cost[a], rest.index(a)))
+
     def _axes_of(self, names: set[str]) -> set[int]:
         return {a for a, axis in enumerate(self.axes) if axis.name in names}
 
@@ -287,6 +325,8 @@ class VectorFormula:
         sizes = [axis.size for axis in self.axes]
         sequential = sorted(scalar)
         rest = [a for a in range(len(sizes)) if a not in scalar]
+        if self.formula.op != ":=" and not self.reads_output:
+            rest = self._split_order(rest)
         block: tuple[int, int] | None = None  # (axis, block length)
         budget = max(1, self.max_memory // BYTES_PER_ITERATION)
         while rest and math.prod(sizes[a] for a in rest) > budget:
