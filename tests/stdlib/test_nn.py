@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import refinterp
 from refinterp.cli import main
 from refinterp.diagnostics import Diagnostic
 
@@ -382,39 +379,13 @@ def test_pool_attributes_are_checked(rng, attributes, message):
 # ----------------------------------------------------------------------------- composed of math
 
 # Operators below are compositions that call math.sqrt, math.exp or math.tanh.
-STAND_INS = "".join(f"""
-operator {name} {{
-    @input {{ x: real[s..]; }}
-    @output {{ y: real[s..]; }}
-    @lower {{ y[i..] = `{name}`(x[i..]), i < s; }}
-}}
-""" for name in ("sqrt", "exp", "tanh"))
 
 
-@pytest.fixture(scope="module")
-def math_options(tmp_path_factory) -> dict:
-    """`run` options for the operators composed of math.sqrt/exp/tanh: none (the bundled
-    stdlib) once its math module defines all three; until then (the math module is another
-    engineer's work in progress) a copy of the bundled stdlib whose math module has the
-    element-wise stand-ins above appended, so that the nn compositions are still checked."""
-    bundled = Path(refinterp.__file__).parent / "stdlib"
-    text = (bundled / "math.sknd").read_text()
-    if all(f"operator {name} {{" in text for name in ("sqrt", "exp", "tanh")):
-        return {}
-    folder = tmp_path_factory.mktemp("stdlib")
-    for module in bundled.glob("*.sknd"):
-        shutil.copy(module, folder / module.name)
-    (folder / "math.sknd").write_text(text + STAND_INS)
-    return {"stdlib": str(folder)}
-
-
-def run_composed(options: dict, name: str, *args, **kwargs) -> dict:
-    return run(name, *args, **options, **kwargs)
 @pytest.mark.parametrize("shape, attributes", POOL_CASES[:1] + POOL_CASES[3:6])
 @pytest.mark.parametrize("ignore_border", [True, False])
-def test_rms_pool(rng, math_options, shape, attributes, ignore_border):
+def test_rms_pool(rng, shape, attributes, ignore_border):
     x = rng.standard_normal(shape)
-    out = run_composed(math_options, "nn.rms_pool", {"input": x},
+    out = run("nn.rms_pool", {"input": x},
                        {**attributes, "ignore_border": ignore_border})
     expected = np.sqrt(ref_avg_pool(x * x, ignore_border, **attributes))
     np.testing.assert_allclose(out["output"], expected, rtol=1e-12, atol=1e-12)
@@ -437,7 +408,7 @@ def _along(vector: np.ndarray, axis: int, rank: int) -> np.ndarray:
     ((2, 4, 3), -1, ("scale",)),
     ((3, 2), 0, ("bias",)),
 ])
-def test_batch_norm(rng, math_options, shape, channel_axis, optional):
+def test_batch_norm(rng, shape, channel_axis, optional):
     x = rng.standard_normal(shape)
     axis = 1 if channel_axis is None else channel_axis
     c = shape[axis]
@@ -454,13 +425,13 @@ def test_batch_norm(rng, math_options, shape, channel_axis, optional):
         expected = expected * _along(inputs["scale"], axis, rank)
     if "bias" in inputs:
         expected = expected + _along(inputs["bias"], axis, rank)
-    out = run_composed(math_options, "nn.batch_norm", inputs, attributes)["output"]
+    out = run("nn.batch_norm", inputs, attributes)["output"]
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
 
-def test_batch_norm_channel_count_is_checked(rng, math_options):
+def test_batch_norm_channel_count_is_checked(rng):
     with pytest.raises(Diagnostic, match="input shape at channel axis must match"):
-        run_composed(math_options, "nn.batch_norm",
+        run("nn.batch_norm",
                      {"input": rng.standard_normal((2, 3, 4)), "mean": np.zeros(4),
                       "variance": np.ones(4)})
 
@@ -470,7 +441,7 @@ def test_batch_norm_channel_count_is_checked(rng, math_options):
     ((2, 3, 2, 3), [2, 3], ("scale", "bias")),
     ((2, 3, 4), [0, -1], ("bias",)),
 ])
-def test_mean_variance_norm(rng, math_options, shape, axes, optional):
+def test_mean_variance_norm(rng, shape, axes, optional):
     x = rng.standard_normal(shape)
     inputs = {"input": x}
     for name in optional:
@@ -485,13 +456,13 @@ def test_mean_variance_norm(rng, math_options, shape, axes, optional):
         expected = expected * _along(inputs["scale"], 1, len(shape))
     if "bias" in inputs:
         expected = expected + _along(inputs["bias"], 1, len(shape))
-    out = run_composed(math_options, "nn.mean_variance_norm", inputs, attributes)["output"]
+    out = run("nn.mean_variance_norm", inputs, attributes)["output"]
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("axes, bias, epsilon", [
     ([1], None, None), ([0, -1], 0.5, None), ([-1], None, 3.0), ([1, 2], 0.1, 0.2)])
-def test_l2_norm(rng, math_options, axes, bias, epsilon):
+def test_l2_norm(rng, axes, bias, epsilon):
     x = rng.standard_normal((2, 3, 4))
     attributes = {"axes": axes}
     denominator = np.sqrt((x * x).sum(axis=tuple(axes), keepdims=True))
@@ -501,25 +472,25 @@ def test_l2_norm(rng, math_options, axes, bias, epsilon):
     if epsilon is not None:
         attributes["epsilon"] = epsilon
         denominator = np.maximum(denominator, epsilon)
-    out = run_composed(math_options, "nn.l2_norm", {"input": x}, attributes)["output"]
+    out = run("nn.l2_norm", {"input": x}, attributes)["output"]
     np.testing.assert_allclose(out, x / denominator, rtol=1e-12)
 
 
 @pytest.mark.parametrize("shape, axes", [((2, 3), None), ((2, 3, 4), [-1]), ((2, 3, 4), [0, 2])])
-def test_softmax(rng, math_options, shape, axes):
+def test_softmax(rng, shape, axes):
     x = rng.standard_normal(shape) * 5.0
     reduced = (1,) if axes is None else tuple(axes)
     exped = np.exp(x - x.max(axis=reduced, keepdims=True))
     expected = exped / exped.sum(axis=reduced, keepdims=True)
     attributes = {} if axes is None else {"axes": axes}
-    out = run_composed(math_options, "nn.softmax", {"input": x}, attributes)["output"]
+    out = run("nn.softmax", {"input": x}, attributes)["output"]
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-15)
 
 
-def test_softmax_of_large_values_does_not_overflow(math_options):
+def test_softmax_of_large_values_does_not_overflow():
     x = np.array([[1000.0, 1001.0, 1002.0]])
     expected = np.exp([-2.0, -1.0, 0.0]) / np.exp([-2.0, -1.0, 0.0]).sum()
-    out = run_composed(math_options, "nn.softmax", {"input": x})["output"]
+    out = run("nn.softmax", {"input": x})["output"]
     np.testing.assert_allclose(out[0], expected, rtol=1e-12)
 
 
@@ -555,31 +526,31 @@ def _lstm_data(rng, s=3, b=2, c=3, n=2):
 
 
 @pytest.mark.parametrize("initial_state", [True, False])
-def test_lstm(rng, math_options, initial_state):
+def test_lstm(rng, initial_state):
     data = _lstm_data(rng)
     if not initial_state:       # h0 and c0 default to 0.0
         data["h0"], data["c0"] = np.zeros((2, 2)), np.zeros((2, 2))
         inputs = {k: v for k, v in data.items() if k not in ("h0", "c0")}
     else:
         inputs = data
-    out = run_composed(math_options, "nn.lstm", inputs)
+    out = run("nn.lstm", inputs)
     for name, expected in zip(("Y", "hN", "cN"), ref_lstm(**data)):
         np.testing.assert_allclose(out[name], expected, rtol=1e-12, atol=1e-14)
 
 
-def test_lstm_with_equal_step_counts(rng, math_options):
+def test_lstm_with_equal_step_counts(rng):
     data = _lstm_data(rng, s=4)
-    out = run_composed(math_options, "nn.lstm", {**data, "steps": np.array([2, 2])})
+    out = run("nn.lstm", {**data, "steps": np.array([2, 2])})
     assert out["Y"].shape == (2, 2, 2)
     for name, expected in zip(("Y", "hN", "cN"), ref_lstm(**data, steps=[2, 2])):
         np.testing.assert_allclose(out[name], expected, rtol=1e-12, atol=1e-14)
 
 
-def test_lstm_with_different_step_counts_is_a_diagnostic(rng, math_options):
+def test_lstm_with_different_step_counts_is_a_diagnostic(rng):
     """The spec stacks per-item outputs of different extents: invalid in the spec's own text
     (and in the Khronos module), so a diagnostic with the call stack."""
     with pytest.raises(Diagnostic) as error:
-        run_composed(math_options, "nn.lstm",
+        run("nn.lstm",
                      {**_lstm_data(rng, s=3), "steps": np.array([1, 3])})
     assert "from input 'inputs' item 0" in error.value.message
     assert "while invoking layout.stack" in str(error.value)
