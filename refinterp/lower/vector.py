@@ -325,10 +325,11 @@ class VectorFormula:
         sizes = [axis.size for axis in self.axes]
         sequential = sorted(scalar)
         rest = [a for a in range(len(sizes)) if a not in scalar]
-        if self.formula.op != ":=" and not self.reads_output:
-            rest = self._split_order(rest)
-        block: tuple[int, int] | None = None  # (axis, block length)
         budget = max(1, self.max_memory // BYTES_PER_ITERATION)
+        if math.prod(sizes[a] for a in rest) > budget and self.formula.op != ":=" and \
+                not self.reads_output:
+            rest = self._split_order(rest)  # only a run that is split pays for choosing how
+        block: tuple[int, int] | None = None  # (axis, block length)
         while rest and math.prod(sizes[a] for a in rest) > budget:
             inner = math.prod(sizes[a] for a in rest[1:])
             if inner <= budget:
