@@ -79,3 +79,30 @@ def test_error_note_shows_a_guarded_local_as_its_index() -> None:
             run_lowering(instance, {"x": np.array([1, 0, 2])}, generated=generated)
         assert caught.value.notes == ["at i = 0, j = 1"]
         assert caught.value.message == "integer division by zero (1 / 0)"
+
+
+def test_a_failing_constant_fails_only_in_an_iteration_that_computes_it() -> None:
+    """`0 / 0` has no index in it, but it is still a per-iteration value: an iteration its
+    condition skips does not compute it (found by the vector/scalar equality suite)."""
+    import pytest
+
+    from refinterp.diagnostics import Diagnostic
+    from refinterp.source import SourceFile
+    from refinterp.syntax import parse_module
+
+    source = SourceFile("<test>", """operator f {
+    @input { m: bool[2]; }
+    @output { y: int[2]; }
+    @lower {
+        y[i] = 0 / 0, i < 2 | m[i];
+    }
+}
+""")
+    definition = parse_module(source).module.definitions[0]
+    instance = instantiate(definition, Invocation({}, {"m": TensorInfo("bool", (2,))}))
+    for generated in (True, False):
+        out = run_lowering(instance, {"m": np.array([False, False])}, generated=generated)
+        assert out["y"].tolist() == [0, 0]
+        with pytest.raises(Diagnostic, match="division by zero") as caught:
+            run_lowering(instance, {"m": np.array([False, True])}, generated=generated)
+        assert caught.value.notes == ["at i = 1"]

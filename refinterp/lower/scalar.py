@@ -294,7 +294,11 @@ class FormulaRunner:
             try:
                 constant = evaluate(node, self.instance.environment(self.profile))
             except Diagnostic as diag:
-                raise EngineDiagnostic(diag.message, diag.span, diag.notes) from None
+                failure = EngineDiagnostic(diag.message, diag.span, diag.notes)
+
+                def fail(frame: Frame) -> Value:  # only an iteration that computes it fails
+                    raise failure
+                return fail
             return lambda frame: constant
         if isinstance(node, (ast.IntLiteral, ast.RealLiteral, ast.BoolLiteral)):
             constant = node.value
