@@ -19,6 +19,7 @@ import numpy as np
 
 from . import semantics
 from .arrays import NUMPY_DTYPES as DTYPES, kind_of
+from .binding import free_names
 from .diagnostics import Diagnostic, Frame
 from .expr import Environment, evaluate
 from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
@@ -139,8 +140,12 @@ class Executor:
         # auto-label rule 1: a lone component without local tensors keeps the operator's scope
         scope.propagate = len(block.entries) == 1 and not instance.constants and \
             not instance.variables
-        for component in block.entries:
+        keep = _live_after(instance.definition)
+        for k, component in enumerate(block.entries):
             self.component(component, scope)
+            if keep is not None:  # drop what no later component reads: its memory is reused
+                for name in [n for n in scope.tensors if n not in keep[k]]:
+                    del scope.tensors[name]
         outputs = {}
         for name, info in instance.outputs.items():
             if name not in scope.tensors:
@@ -604,6 +609,38 @@ class Executor:
         finally:
             self.depth -= 1
         return list(outputs.values())
+
+
+def _live_after(definition: ast.OperatorDef) -> list[set[str]] | None:
+    """For each component of the @compose block, the tensor names read after it (by a later
+    component, as the output, or as a variable); None when an @update block reads the
+    intermediate tensors. Cached on the definition."""
+    cached = _LIVE.get(id(definition))
+    if cached is not None and cached[0] is definition:
+        return cached[1]
+    live: list[set[str]] | None = None
+    if definition.block("update") is None:
+        entries = definition.block("compose").entries
+        needed = {d.name for b in ("output", "variable") if definition.block(b) is not None
+                  for d in definition.block(b).entries}
+        live = [set() for _ in entries]
+        for k in range(len(entries) - 1, -1, -1):
+            live[k] = set(needed)
+            needed |= _reads(entries[k])
+    _LIVE[id(definition)] = (definition, live)
+    return live
+
+
+_LIVE: dict[int, tuple[ast.OperatorDef, list[set[str]] | None]] = {}
+
+
+def _reads(component: ast.Component) -> set[str]:
+    """The names a component reads: its right-hand side, and any name inside a target that is
+    not itself a plain target name (an index, a pack item)."""
+    plain = {t.name for t in component.targets if isinstance(t, ast.LName)}
+    inside = set().union(*(free_names(t) for t in component.targets
+                           if not isinstance(t, ast.LName))) if component.targets else set()
+    return free_names(component.value) | (inside - plain)
 
 
 def resolve_callee(callee: tuple[str, ...], module: LoadedModule

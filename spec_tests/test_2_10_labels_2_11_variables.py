@@ -347,3 +347,30 @@ graph G { @input { x: real[2]; } @output { y: real[2]; } @compose { y = lib.wron
                tmp_path)["y"].tolist() == [4.0, 8.0]
     assert main(["eval", str(tmp_path / "bad.sknd"), "--input", "x=[1.0, 2.0]"]) == 1
     assert "unknown operator 'lib.thrice'" in capsys.readouterr().err
+
+
+def test_intermediate_tensors_are_released_after_their_last_use() -> None:
+    """The executor drops a tensor once no later component, output or variable reads it (its
+    memory is reused by later operators); not with an @update block, which sees them all."""
+    from refinterp.compose import _live_after
+    from refinterp.source import SourceFile
+    from refinterp.syntax import parse_module
+
+    tree = parse_module(SourceFile("<t>", """
+operator f {
+  @input { x: real[n]; }
+  @output { y: real[n]; }
+  @compose { a = neg(x); b = neg(a); c = add(b, x); y = neg(c.shape[0] > 0 ? c : b); }
+}
+operator g {
+  @input { x: real[n]; }
+  @output { y: real[n]; }
+  @variable { v: real[n]; }
+  @compose { a = neg(x); y = neg(a); }
+  @update { v = a; }
+}""")).module
+    f, g = tree.definitions
+    # names read later (a later target such as b is listed before it exists: nothing to drop)
+    assert _live_after(f) == [{"a", "b", "c", "x", "y"}, {"b", "c", "x", "y"}, {"b", "c", "y"},
+                              {"y"}]
+    assert _live_after(g) is None
