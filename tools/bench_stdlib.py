@@ -18,7 +18,6 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,14 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from refinterp.modules import STDLIB_DIR, Loader  # noqa: E402
 
-
-def best_of(repeat: int, work) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
+from bench_parse import best_of  # noqa: E402  (tools/ is this script's folder)
 
 
 def main() -> int:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -192,27 +192,14 @@ class VectorFormula:
     def _reads_output(self) -> bool:
         """Whether the formula reads the output it writes (then its order matters)."""
         output = self.formula.output
-        found = False
-
-        def visit(node: object) -> None:
-            nonlocal found
+        f = self.formula
+        for node in _walk((f.value, f.condition, f.item, *(local.value for local in f.locals),
+                           f.access)):
             if isinstance(node, ast.Subscript):
                 base = node.base.base if isinstance(node.base, ast.Subscript) else node.base
                 if isinstance(base, ast.Name) and base.name == output:
-                    found = True
-            if isinstance(node, ast.Node):
-                for value in vars(node).values():
-                    visit(value)
-            elif isinstance(node, tuple):
-                for item in node:
-                    visit(item)
-
-        f = self.formula
-        for expr in (f.value, f.condition, f.item, *(local.value for local in f.locals)):
-            visit(expr)
-        for item in f.access:
-            visit(item)
-        return found
+                    return True
+        return False
 
     def _split_order(self, rest: list[int]) -> list[int]:
         """The vectorised axes in the order they are split into chunks, cheapest first.
@@ -230,21 +217,12 @@ class VectorFormula:
                 names |= local_names.get(name, set())
             return names
 
-        def visit(node: object) -> None:
+        for node in _walk((f.value, f.condition, *(local.value for local in f.locals))):
             if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name):
                 array = self.arrays.get(node.base.name)
                 if isinstance(array, np.ndarray):
                     names = set().union(*(mentioned(item) for item in node.items))
                     reads.append((array.size, names))
-            if isinstance(node, ast.Node):
-                for value in vars(node).values():
-                    visit(value)
-            elif isinstance(node, tuple):
-                for item in node:
-                    visit(item)
-
-        for expr in (f.value, f.condition, *(local.value for local in f.locals)):
-            visit(expr)
         output = self.arrays.get(f.output)
         if isinstance(output, np.ndarray):
             reads.append((output.size, set().union(*(mentioned(i) for i in f.access))))
@@ -259,21 +237,12 @@ class VectorFormula:
         """For each `xs[k][...]` access: the tensor pack's name and the names `k` uses."""
         selectors: dict[str, set[str]] = {}
 
-        def visit(node: object) -> None:
+        for node in _walk(tuple(self._expressions())):
             if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Subscript) and \
                     isinstance(node.base.base, ast.Name):
                 names = selectors.setdefault(node.base.base.name, set())
                 for item in node.base.items:
                     names.update(free_names(item))
-            if isinstance(node, ast.Node):
-                for value in vars(node).values():
-                    visit(value)
-            elif isinstance(node, tuple):
-                for item in node:
-                    visit(item)
-
-        for expr in self._expressions():
-            visit(expr)
         return {name: frozenset(names) for name, names in selectors.items()}
 
     def _scalar_axes(self) -> set[int]:
@@ -1259,6 +1228,18 @@ def _einsum_path(spec: str, operands: list[np.ndarray]) -> Any:
 
 
 _ANALYSES: dict[tuple[int, str], tuple[ast.Node, Any]] = {}
+
+
+def _walk(root: object) -> Iterator[ast.Node]:
+    """Every AST node in `root` (a node, a tuple of them, or None), depth first."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Node):
+            yield node
+            stack.extend(reversed(list(vars(node).values())))
+        elif isinstance(node, tuple):
+            stack.extend(reversed(node))
 
 
 def _cached(node: ast.Node, what: str, analyse: Callable[[], Any]) -> Any:
