@@ -685,7 +685,9 @@ class VectorFormula:
                 bound = np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in operands])
                 if np.any(bound * repeat >= A.SAFE_INT):
                     raise Fallback("an int contraction may leave int64")
-            result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
+            result = _tensordot(spec, operands) if self.kind == "real" else None
+            if result is None:
+                result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         shape = [self.shape[a] if a in present else 1 for a in kept]
@@ -1212,6 +1214,26 @@ def _instance_cache(instance: OperatorInstance, profile: semantics.Profile) -> d
 
 
 _PATHS: dict[tuple, Any] = {}
+
+
+def _tensordot(spec: str, operands: list[np.ndarray]) -> np.ndarray | None:
+    """A two-factor real contraction of matrices or vectors (`ab,bc->ac`) as `np.tensordot`
+    (one BLAS product), or None when it is not one: a letter shared by both factors and the
+    result (a batch axis), a letter repeated within a factor, or one to sum within a single
+    factor."""
+    if len(operands) != 2 or any(o.ndim > 2 for o in operands):
+        return None  # higher ranks (a convolution's windows): einsum's own path is faster
+    inputs, out = spec.split("->")
+    left, right = inputs.split(",")
+    shared = [c for c in left if c in right]
+    if any(c in out for c in shared) or len(set(left)) != len(left) or \
+            len(set(right)) != len(right) or \
+            any(c not in out for c in left + right if c not in shared):
+        return None
+    result = np.tensordot(operands[0], operands[1],
+                          axes=([left.index(c) for c in shared], [right.index(c) for c in shared]))
+    order = [c for c in left if c not in shared] + [c for c in right if c not in shared]
+    return result.transpose([order.index(c) for c in out])
 
 
 def _einsum_path(spec: str, operands: list[np.ndarray]) -> Any:
