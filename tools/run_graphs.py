@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from refinterp.cli import declared_graph_inputs, main as cli_main  # noqa: E402
+from refinterp.diagnostics import Diagnostic, render  # noqa: E402
 from refinterp.instance import Invocation  # noqa: E402
 from refinterp.modules import Loader  # noqa: E402
 
@@ -62,7 +63,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--show", action="append", default=["internal"])
     parser.add_argument("--timeout", type=float, default=20.0)
     args = parser.parse_args(argv)
-    program = Loader(args.path, args.stdlib).load(args.file)
+    try:
+        program = Loader(args.path, args.stdlib).load(args.file)
+    except Diagnostic as diag:  # the file or an import does not load: say why, no traceback
+        print(render(diag), file=sys.stderr)
+        return 1
     graphs = [d for d in program.main.tree.definitions if d.is_graph and
               (not args.only or d.name in args.only)]
     counts: Counter[str] = Counter()
