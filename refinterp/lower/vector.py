@@ -607,7 +607,8 @@ class VectorFormula:
             flat, values = flat[keep], values[keep]
         ufunc = {"+=": np.add, "*=": np.multiply, "&=": np.logical_and, "|=": np.logical_or,
                  "<=": np.minimum, ">=": np.maximum}[op]
-        ufunc.at(view, flat, values)
+        with np.errstate(all="ignore"):  # IEEE results (nan, inf) are the semantics here
+            ufunc.at(view, flat, values)
 
     def reduce(self, view: np.ndarray, kept: list[int], reduced: list[int], value: np.ndarray,
                valid: Mask) -> None:
