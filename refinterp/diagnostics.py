@@ -14,8 +14,56 @@ never as a Python traceback (see docs/architecture.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .source import Span
+
+# Every diagnostic has a stable code: tools (the golden suite's error cases, the harness, CI
+# scripts) match on codes, never on message text. A code is never reused for another meaning.
+# docs/api.md "Diagnostic codes" lists them; tests/test_diagnostic_codes.py checks that every
+# code used in the source is listed here and there.
+CODES: dict[str, str] = {
+    "E0100": "syntax error",
+    "E0200": "module or file cannot be found or read",
+    "E0201": "import cycle",
+    "E0202": "an imported module defines a graph",
+    "E0203": "no operator or graph of that name",
+    "E0300": "invalid invocation",
+    "E0301": "unknown attribute",
+    "E0302": "attribute not given (no default)",
+    "E0303": "attribute of the wrong type or length",
+    "E0304": "unknown input",
+    "E0305": "input not given",
+    "E0306": "input of the wrong type, rank or shape",
+    "E0307": "assertion failed",
+    "E0308": "generic type cannot be bound",
+    "E0400": "type error in an expression",
+    "E0401": "undefined name",
+    "E0402": "compile-time evaluation error",
+    "E0500": "invalid @lower block",
+    "E0501": "index out of range",
+    "E0502": "integer result outside int64",
+    "E0503": "evaluation error in a @lower formula",
+    "E0600": "invalid composition",
+    "E0601": "unknown operator",
+    "E0602": "wrong number of arguments or results",
+    "E0603": "composed output differs from its declaration",
+    "E0604": "iteration or nesting limit exceeded",
+    "E0605": "private operator invoked from another module",
+    "E0606": "operator has no implementation",
+    "E0607": "invalid loop count or branch condition",
+    "E0700": "no value for a variable",
+    "E0701": "variable value of the wrong type or shape",
+    "E0702": "parameter entry that is no variable of the graph",
+    "E0800": "file cannot be read or is damaged",
+    "E0801": "file cannot be written",
+    "E0802": "array of an unsupported dtype",
+    "E0900": "invalid input arrays for the invocation",
+    "E0901": "invalid option value",
+    "E1000": "invalid @quantize entry",
+    "W0001": "warning",
+    "N0001": "note",
+}
 
 
 @dataclass(frozen=True)
@@ -35,9 +83,18 @@ class Diagnostic(Exception):
     notes: list[str] = field(default_factory=list)
     stack: list[Frame] = field(default_factory=list)
     severity: str = "error"
+    code: str = ""
+    # other places that explain the error, each with a label (e.g. the stdlib definition whose
+    # assertion failed, when the primary span is the user's invocation)
+    related: list[tuple[Span, str]] = field(default_factory=list)
+
+    default_code: ClassVar[str] = "E0300"
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
+        if not self.code:
+            self.code = {"warning": "W0001", "note": "N0001"}.get(self.severity,
+                                                                  self.default_code)
 
     def __str__(self) -> str:
         return render(self)
@@ -48,33 +105,65 @@ class Diagnostic(Exception):
         return self
 
 
+    def as_json(self) -> dict[str, Any]:
+        """The diagnostic as JSON data: code, severity, message, primary location, related
+        locations, notes and the operator call stack (innermost first)."""
+        return {"code": self.code, "severity": self.severity, "message": self.message,
+                "location": _location(self.span),
+                "related": [{**_location(span), "label": label} for span, label in self.related],
+                "notes": list(self.notes),
+                "stack": [{"operator": f.operator, **_location(f.span)} for f in self.stack]}
+
+
+def _location(span: Span | None) -> dict[str, Any] | None:
+    if span is None or span.source is None:
+        return None
+    return {"file": span.path, "line": span.line, "col": span.col, "end_line": span.end_line,
+            "end_col": span.end_col}
+
+
 class SyntaxDiagnostic(Diagnostic):
     """A lexical or grammatical error."""
+
+    default_code = "E0100"
 
 
 class ModuleDiagnostic(Diagnostic):
     """A module could not be found or imports form a cycle."""
 
+    default_code = "E0200"
+
+
+def _excerpt(span: Span, indent: str = "") -> list[str]:
+    """The source line of a span with a caret under it."""
+    text = span.source.line_text(span.line).replace("\t", " ")
+    if span.end_line == span.line:
+        width = max(1, span.end_col - span.col)
+    else:
+        width = max(1, len(text) - span.col + 1)
+    return [f"{indent}{span.line:>5} | {text}",
+            f"{indent}{'':>5} | {' ' * (span.col - 1)}{'^' * width}"]
+
 
 def render(diag: Diagnostic) -> str:
-    """Render a diagnostic as plain text (path:line:col, source line, caret, notes, call stack)."""
+    """Render a diagnostic as plain text: `path:line:col: error: message [CODE]`, the source
+    line with a caret, notes, related places (each with its line and caret), the call stack."""
     span = diag.span
     lines: list[str] = []
+    suffix = f" [{diag.code}]" if diag.severity in ("error", "warning") and diag.code else ""
     if span is not None and span.source is not None and span.line > 0:
-        lines.append(f"{span.path}:{span.line}:{span.col}: {diag.severity}: {diag.message}")
-        text = span.source.line_text(span.line).replace("\t", " ")
-        gutter = str(span.line)
-        lines.append(f"{gutter:>5} | {text}")
-        if span.end_line == span.line:
-            width = max(1, span.end_col - span.col)
-        else:
-            width = max(1, len(text) - span.col + 1)
-        lines.append(f"{'':>5} | {' ' * (span.col - 1)}{'^' * width}")
+        lines.append(f"{span.path}:{span.line}:{span.col}: {diag.severity}: {diag.message}"
+                     f"{suffix}")
+        lines.extend(_excerpt(span))
     elif span is not None and span.source is not None:
-        lines.append(f"{span.path}: {diag.severity}: {diag.message}")
+        lines.append(f"{span.path}: {diag.severity}: {diag.message}{suffix}")
     else:
-        lines.append(f"{diag.severity}: {diag.message}")
+        lines.append(f"{diag.severity}: {diag.message}{suffix}")
     lines.extend(f"  {note}" for note in diag.notes)
+    for related, label in diag.related:
+        lines.append(f"  {related}: {label}")
+        if related.source is not None and related.line > 0:
+            lines.extend(_excerpt(related, "  "))
     frames = [f"  while invoking {frame.operator} ({frame.span})" for frame in diag.stack]
     index = 0
     while index < len(frames):  # a recursion repeats one frame: print it once with a count

@@ -40,6 +40,6 @@ def test_error_position(text: str, line: int, col: int, message: str) -> None:
 def test_rendering_has_location_source_line_and_caret() -> None:
     rendered = str(error_of("operator a {\n    @foo { }\n}\n", path="m.sknd"))
     lines = rendered.splitlines()
-    assert lines[0] == "m.sknd:2:5: error: unknown block '@foo'"
+    assert lines[0] == "m.sknd:2:5: error: unknown block '@foo' [E0100]"
     assert lines[1] == "    2 |     @foo { }"
     assert lines[2] == "      |     ^^^^"
