@@ -22,6 +22,8 @@ from .syntax import ast
 class BindingDiagnostic(Diagnostic):
     """An operator definition whose inputs cannot be bound unambiguously."""
 
+    default_code = "E0300"
+
 
 @dataclass(frozen=True)
 class Affine:

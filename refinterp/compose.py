@@ -40,6 +40,8 @@ FRAMES_PER_CALL = 60
 class ComposeDiagnostic(Diagnostic):
     """A composition cannot run (unknown operator, wrong arguments, unsupported construct...)."""
 
+    default_code = "E0600"
+
 
 def tensor_info(value: Any) -> TensorInfo | tuple:
     """The TensorInfo of an array (a tuple of them for a pack)."""

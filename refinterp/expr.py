@@ -27,6 +27,8 @@ MAX_PACK_LENGTH = 10_000_000  # a longer compile-time pack is a diagnostic, not 
 class EvalDiagnostic(Diagnostic):
     """Evaluating a well-typed expression failed (division by zero, index out of range, ...)."""
 
+    default_code = "E0402"
+
 
 @dataclass
 class Environment:

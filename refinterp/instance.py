@@ -13,6 +13,7 @@ Every failure is an InvocationDiagnostic located in the definition, naming what 
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,17 @@ from .types import CONCRETE, Type, check_expr, dtype_scope, type_from_spec, type
 from .values import NULL, TensorValue, Value, format_inserted, format_literal
 
 
+@dataclass
 class InvocationDiagnostic(Diagnostic):
-    """The invocation is invalid for this definition (a failed assertion, a shape mismatch...)."""
+    """The invocation is invalid for this definition (a failed assertion, a shape mismatch...).
+
+    `subject` names the argument at fault, ("attribute", name) or ("input", name), so that an
+    invoking @compose can point at that argument of its call (docs/api.md "Where an error is
+    reported")."""
+
+    subject: tuple[str, str] | None = None
+
+    default_code = "E0300"
 
 
 @dataclass(frozen=True)
@@ -116,13 +126,22 @@ class Instantiation:
         self.values: dict[str, Value] = {}
         self.types: dict[str, Type] = {}
         self.sources: dict[str, str] = {}
+        self.subject: tuple[str, str] | None = None  # the argument being bound, for errors
 
     # ------------------------------------------------------------------ helpers
 
     def fail(self, message: str, node: ast.Node | None = None,
-             notes: list[str] | None = None) -> InvocationDiagnostic:
+             notes: list[str] | None = None, code: str = "",
+             subject: tuple[str, str] | None = None) -> InvocationDiagnostic:
+        """An invalid-invocation diagnostic at `node` (default: the definition). Without an
+        explicit code, one follows from the argument being bound: E0303 for an attribute,
+        E0306 for an input, E0300 otherwise."""
         span = node.span if node is not None else self.definition.span
-        return InvocationDiagnostic(message, span, notes or [])
+        subject = subject or self.subject
+        if not code:
+            code = {"attribute": "E0303", "input": "E0306"}.get(subject[0] if subject else "",
+                                                                "E0300")
+        return InvocationDiagnostic(message, span, notes or [], code=code, subject=subject)
 
     def env(self) -> Environment:
         return Environment(dict(self.values), dict(self.types), dict(self.dtype_bounds),
@@ -163,18 +182,18 @@ class Instantiation:
         if check:
             expected = self.eval(expr)
             if expected != actual:
-                raise self.fail(f"{what} is {format_literal(actual)} but "
-                                f"{span_text(expr.span)} = {format_literal(expected)}", node)
+                raise self.fail(_mismatch(what, actual, expected, span_text(expr.span)), node)
 
     def bind_dtype(self, name: str, concrete: str, source: str, node: ast.Node) -> None:
         bound = self.dtype_bounds[name]
         allowed = {"type": CONCRETE, "arith": ("int", "real", "bool"), "num": ("int", "real")}
         if concrete not in allowed[bound]:
-            raise self.fail(f"generic type {name}: {bound} cannot be {concrete} ({source})", node)
+            raise self.fail(f"generic type {name}: {bound} cannot be {concrete} ({source})", node,
+                            code="E0308")
         previous = self.dtypes.get(name)
         if previous is not None and previous != concrete:
             raise self.fail(f"generic type {name} is {previous} from {self.sources['<' + name]} "
-                            f"but {concrete} from {source}", node)
+                            f"but {concrete} from {source}", node, code="E0308")
         self.dtypes[name] = concrete
         self.sources["<" + name] = source
 
@@ -191,8 +210,10 @@ class Instantiation:
         inputs = entries(self.definition, "input")
         unknown = set(self.invocation.inputs) - {i.name for i in inputs}
         if unknown:
-            raise self.fail(f"'{self.definition.name}' has no input '{sorted(unknown)[0]}'",
-                            notes=["inputs: " + (", ".join(i.name for i in inputs) or "none")])
+            name = sorted(unknown)[0]
+            raise self.fail(f"'{self.definition.name}' has no input '{name}'",
+                            notes=_did_you_mean(name, [i.name for i in inputs], "inputs"),
+                            code="E0304", subject=("input", name))
         order = definition_order(self.definition)
         self.bind_explicit_generics()
         deferred = self.bind_attributes(attributes)
@@ -200,13 +221,18 @@ class Instantiation:
                      d.default is not None and not d.type.optional]
         for decl in order:
             if decl not in defaulted:
+                self.subject = ("input", decl.name)
                 self.bind_input(decl)
         for decl in deferred:
+            self.subject = ("attribute", decl.name)
             self.bind_deferred(decl)
         for decl in defaulted:
+            self.subject = ("input", decl.name)
             self.default_input(decl)
         for decl in attributes:
+            self.subject = ("attribute", decl.name)
             self.finish_packed_attribute(decl)
+        self.subject = None
         for decl in self.dtype_bounds:
             if decl not in self.dtypes:
                 self.default_dtype(decl)
@@ -223,7 +249,8 @@ class Instantiation:
         names = list(self.dtype_bounds)
         given = self.invocation.generics
         if len(given) > len(names):
-            raise self.fail(f"{len(given)} type arguments for {len(names)} generic types")
+            raise self.fail(f"{len(given)} type arguments for {len(names)} generic types",
+                            code="E0308")
         for name, concrete in zip(names, given):
             self.bind_dtype(name, concrete, "the explicit type argument", self.definition)
 
@@ -231,7 +258,7 @@ class Instantiation:
         decl = next(d for d in entries(self.definition, "dtype") if d.name == name)
         if decl.default is None:
             raise self.fail(f"generic type '{name}' cannot be deduced and has no default; give "
-                            f"it explicitly, as in op<real>(...)", decl)
+                            f"it explicitly, as in op<real>(...)", decl, code="E0308")
         self.bind_dtype(name, decl.default, "its default", decl)
 
     # ------------------------------------------------------------------ attributes (§2.5)
@@ -245,9 +272,12 @@ class Instantiation:
         for name in given:
             if name not in {a.name for a in attributes}:
                 raise self.fail(f"'{self.definition.name}' has no attribute '{name}'",
-                                notes=["attributes: " + ", ".join(a.name for a in attributes)])
+                                notes=_did_you_mean(name, [a.name for a in attributes],
+                                                    "attributes"),
+                                code="E0301", subject=("attribute", name))
         deferred = []
         for decl in attributes:
+            self.subject = ("attribute", decl.name)
             declared = self.declared_type(decl)
             source = f"attribute '{decl.name}'"
             if decl.name in given:
@@ -264,11 +294,12 @@ class Instantiation:
                 continue
             else:
                 raise self.fail(f"attribute '{decl.name}' must be given (it has no default)",
-                                decl)
+                                decl, code="E0302")
             self.values[decl.name] = value
             self.types[decl.name] = declared
             self.sources[decl.name] = source
             self.bind_attribute_length(decl, value)
+        self.subject = None
         return deferred
 
     def check_attribute_value(self, decl: ast.ParamDecl, declared: Type, value: Value) -> None:
@@ -335,7 +366,7 @@ class Instantiation:
         source = f"input '{decl.name}'"
         if actual is NULL:
             if not declared.optional:
-                raise self.fail(f"{source} must be given", decl)
+                raise self.fail(f"{source} must be given", decl, code="E0305")
             for name, packed in self.input_symbols(decl).items():
                 if name not in self.values:
                     self.values[name] = NULL
@@ -473,8 +504,8 @@ class Instantiation:
             if not isinstance(expected, tuple) and expected is not NULL:
                 expected = (expected,) * len(dims)
             if expected != actual:
-                raise self.fail(f"{source} is {format_literal(actual)} but "
-                                f"{span_text(value.span)} = {format_literal(expected)}", extent)
+                raise self.fail(_mismatch(source, actual, expected, span_text(value.span)),
+                                extent)
 
     def bind_distinct(self, extent: ast.Extent, actual: Value, source: str, item: int | None,
                       items: int) -> None:
@@ -533,7 +564,7 @@ class Instantiation:
             notes.append(f"{label} = {format_inserted(self.eval(printed.value))}"
                          if isinstance(self.eval(printed.value), str) else
                          f"{label} = {format_literal(self.eval(printed.value))}")
-        raise InvocationDiagnostic(message, assertion.cond.span, notes)
+        raise InvocationDiagnostic(message, assertion.cond.span, notes, code="E0307")
 
     def bind_using(self, using: ast.UsingDecl) -> None:
         env = self.env()
@@ -677,3 +708,21 @@ class Instantiation:
                               for n, v in zip(names, index)})
             result.append(evaluate(decl.default, env))
         return tuple(result)
+
+
+def _mismatch(what: str, actual: Value, expected: Value, text: str) -> str:
+    """`input 'x' (dimension 0) is 3, expected 2`, naming the declared expression when it is not
+    just the expected value (`..., expected 4 (2 * k)`)."""
+    wanted = format_literal(expected)
+    shown = f" ({text.strip()})" if any(c.isalpha() or c == "_" for c in text) else ""
+    return f"{what} is {format_literal(actual)}, expected {wanted}{shown}"
+
+
+def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
+    """Notes for an unknown name: the close matches, then every valid name (or 'none')."""
+    notes = []
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
+    if close:
+        notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
+    notes.append(f"{kind}: " + (", ".join(choices) or "none"))
+    return notes

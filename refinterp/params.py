@@ -35,6 +35,8 @@ from .tensorfile import read_tensor, write_tensor
 class ParameterDiagnostic(Diagnostic):
     """A variable's value is missing, mis-typed or mis-shaped, or cannot be saved."""
 
+    default_code = "E0700"
+
 
 def random_value(name: str, info: TensorInfo, seed: int) -> np.ndarray:
     """A reproducible random value for variable `name`: real N(0, 1) scaled by 1/sqrt of the

@@ -31,6 +31,8 @@ from .values import Value, to_json_data
 class QuantizationDiagnostic(Diagnostic):
     """A @quantize entry names an unknown tensor or an unsuitable operator."""
 
+    default_code = "E1000"
+
 
 @dataclass
 class QuantEntry:

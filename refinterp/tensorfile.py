@@ -45,6 +45,8 @@ _INT_KINDS = {UINT: "u", QUINT: "u", QINT: "i", INT: "i"}
 class TensorFileDiagnostic(Diagnostic):
     """A tensor file cannot be read or written."""
 
+    default_code = "E0800"
+
 
 def item_kind(item_type: int) -> str:
     """The refinterp type a file's items are read as: 'real', 'int' or 'bool'."""

@@ -33,6 +33,8 @@ FOLDS_WITH_INITIAL = ("+", "*", "&&", "||", "<<", ">>")
 class TypeDiagnostic(Diagnostic):
     """A compile-time expression is ill-typed."""
 
+    default_code = "E0400"
+
 
 @dataclass(frozen=True)
 class Type:
@@ -126,7 +128,7 @@ class Checker:
         if isinstance(node, ast.Name):
             found = self.scope.symbols.get(node.name)
             if found is None:
-                raise self.fail(node, f"undefined name '{node.name}'")
+                raise TypeDiagnostic(f"undefined name '{node.name}'", node.span, code="E0401")
             return found
         if isinstance(node, ast.ListExpr):
             return self.check_list(node)

@@ -29,6 +29,8 @@ NEEDS_INITIALISATION = (":=",)
 class LoweringDiagnostic(Diagnostic):
     """A @lower block that cannot be planned (wrong target, two initialisations, ...)."""
 
+    default_code = "E0500"
+
 
 @dataclass(frozen=True)
 class IndexRange:

@@ -39,6 +39,8 @@ Compiled = Callable[[Frame], Value]
 class EngineDiagnostic(Diagnostic):
     """A @lower formula failed while running (an unguarded index out of range, ...)."""
 
+    default_code = "E0503"
+
 
 class _Skip(Exception):
     """A guarded index `|e|` fell outside its tensor: skip this iteration's update."""
@@ -131,11 +133,15 @@ def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, 
 
 
 def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnostic:
+    """The diagnostic of a failing formula at `node`, noting the index values of the iteration;
+    its code says what failed (out of range, int64 overflow, or another evaluation error)."""
+    code = "E0501" if "out of range" in message else \
+        "E0502" if "does not fit in int64" in message else "E0503"
     notes = []
     if frame:
         notes.append("at " + ", ".join(f"{k} = {format_literal(_plain(v))}"
                                        for k, v in frame.items()))
-    return EngineDiagnostic(message, node.span, notes)
+    return EngineDiagnostic(message, node.span, notes, code=code)
 
 
 def constant_array(info: TensorInfo | tuple, value: Value) -> Any:

@@ -37,6 +37,11 @@ def format_expr(expr: ast.Expr) -> str:
     return _item(expr)
 
 
+def format_type(spec: ast.TypeSpec) -> str:
+    """The canonical text of a declared type, e.g. `optional real[b, c, s..]` or `int..(d)`."""
+    return _type(spec)
+
+
 # ----------------------------------------------------------------------------- definitions
 
 
