@@ -3,6 +3,7 @@ bool (docs/semantics.md "Numbers"); a pack of tensors is a list of arrays."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,10 +11,33 @@ import numpy as np
 NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 
 
+@dataclass(frozen=True)
+class AbstractTensor:
+    """A tensor known only by its SkriptND type and shape: what a composition is checked with
+    before anything is computed (`refinterp shapes`, `api.check`). It answers `dtype`, `shape`,
+    `ndim` and `size` like an array, and holds no values."""
+
+    kind: str                     # 'real', 'int' or 'bool'
+    shape: tuple[int, ...]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(NUMPY_DTYPES[self.kind])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=object))
+
+
 def kind_of(array: Any) -> str:
     """The SkriptND type of an array: 'real', 'int', 'bool', or '?' for anything else."""
-    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(np.asarray(array).dtype.kind,
-                                                                   "?")
+    dtype = array.dtype if isinstance(array, (np.ndarray, AbstractTensor)) else \
+        np.asarray(array).dtype
+    return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(dtype.kind, "?")
 
 
 def canonical(array: Any) -> np.ndarray:

@@ -2,10 +2,16 @@
 @compose block (recursively, each invocation instantiated first), or, without a body, by an
 intrinsic registered under its qualified name.
 
-Issue 6 so far: invocations (qualified names, attributes, generics, tensor, pack, scalar and
-omitted `~` arguments, several and packed results), tensor-valued compile-time expressions
-(`c ? x : y`, `x ?? y`), regions with `yield`, `if/elif/else` with a compile-time or a rank-0
-bool tensor condition, and loops. Labels/scopes, variables and @update come next.
+The same executor also *checks* a composition without computing anything (`abstract=True`):
+tensors are `AbstractTensor`s (type and shape only), every invocation is instantiated (so
+unknown operators and attributes, missing arguments, failed assertions and wrong declared
+shapes are found), operators with @lower or an intrinsic give their declared outputs, and
+branches and loops are followed wherever their conditions and counts are compile-time. Where
+they depend on tensor values, the check stops there (`Undetermined`), saying where.
+
+Where an error is reported (docs/api.md): an invalid invocation is reported at the call, at the
+argument at fault when one is; an error inside a standard-library operator is reported at the
+innermost call in the user's code. The original place stays as a related span.
 """
 
 from __future__ import annotations
@@ -18,15 +24,16 @@ from typing import Any
 import numpy as np
 
 from . import semantics
-from .arrays import NUMPY_DTYPES as DTYPES, kind_of
+from .arrays import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
 from .binding import free_names
 from .diagnostics import Diagnostic, Frame
 from .expr import Environment, evaluate
-from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
+from .instance import (Invocation, InvocationDiagnostic, OperatorInstance, TensorInfo,
+                       instantiate)
 from .intrinsics import lookup as lookup_intrinsic
 from .lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from .lower.scalar import constant_array
-from .modules import LoadedModule, Program
+from .modules import LoadedModule, Program, stdlib_operators_named
 from .params import ParameterStore
 from .syntax import ast
 from .types import CASTS
@@ -43,11 +50,48 @@ class ComposeDiagnostic(Diagnostic):
     default_code = "E0600"
 
 
+class Undetermined(Exception):
+    """Checking a composition without values cannot go on: a branch condition, a loop count or
+    an extent depends on tensor values. Not an error of the program."""
+
+    def __init__(self, reason: str, span: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.span = span
+
+    default_code = "E0600"
+
+
 def tensor_info(value: Any) -> TensorInfo | tuple:
     """The TensorInfo of an array (a tuple of them for a pack)."""
     if isinstance(value, list):
         return tuple(tensor_info(v) for v in value)
     return TensorInfo(kind_of(value), tuple(value.shape))
+
+
+def abstract_tensor(info: TensorInfo | tuple, what: str = "", span: Any = None) -> Any:
+    """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
+    fully known (derived from the composition, or a dynamic extent) stops a check."""
+    if isinstance(info, tuple):
+        return [abstract_tensor(i, what, span) for i in info]
+    if info.shape is None or any(e is None for e in info.shape):
+        raise Undetermined(f"the shape of {what or 'a tensor'} depends on tensor values", span)
+    return AbstractTensor(info.dtype, tuple(info.shape))
+
+
+class DeclaredVariables:
+    """Stands for the ParameterStore while a composition is checked: records the scoped name and
+    declared type of every variable reached and answers with abstract tensors."""
+
+    def __init__(self) -> None:
+        self.declared: dict[str, TensorInfo] = {}
+
+    def load(self, scoped: str, info: TensorInfo, span: Any = None) -> Any:
+        self.declared[scoped] = info
+        return abstract_tensor(info, f"variable '{scoped}'", span)
+
+    def update(self, scoped: str, value: Any) -> None:
+        """@update of a checked run changes nothing."""
 
 
 ScopePath = tuple[str, ...]
@@ -89,10 +133,16 @@ class Executor:
     def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
                  max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
-                 params: ParameterStore | None = None) -> None:
+                 params: ParameterStore | DeclaredVariables | None = None,
+                 abstract: bool = False) -> None:
         self.program = program
         self.engine = engine
+        self.abstract = abstract
+        if abstract:
+            params = DeclaredVariables()
         self.params = params if params is not None else ParameterStore()
+        self.library_files = {str(m.path) for m in program.modules if m.library}
+        self.running: list[str] = []  # the operators being run, outermost first (progress)
         self.profile = profile
         self.max_depth = max_depth
         self.max_iterations = max_iterations
@@ -114,8 +164,13 @@ class Executor:
                      path: ScopePath | None) -> dict[str, Any]:
         """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
         instance = instantiate(definition, invocation)
-        inputs = {**{name: constant_array(info, value)
+        inputs = {**{name: self.constant(info, value)
                      for name, (info, value) in instance.defaults.items()}, **inputs}
+        if self.abstract and definition.block("compose") is None:
+            self.variables(instance, path)
+            return {name: abstract_tensor(info, f"output '{name}' of '{definition.name}'",
+                                          definition.span)
+                    for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
             arrays = {**inputs, **self.variables(instance, path)}
             return self.engine(instance, arrays, self.profile)
@@ -125,7 +180,8 @@ class Executor:
         intrinsic = lookup_intrinsic(qualified)
         if intrinsic is None:
             raise ComposeDiagnostic(f"operator '{qualified}' has no @lower or @compose block and "
-                                    f"no intrinsic implementation", definition.span)
+                                    f"no intrinsic implementation", definition.span,
+                                    code="E0606")
         return intrinsic(instance, inputs)
 
     # ------------------------------------------------------------------ @compose
@@ -136,7 +192,7 @@ class Executor:
         block = instance.definition.block("compose")
         scope = Scope(instance, module, dict(inputs), path)
         for name, (info, value) in instance.constants.items():
-            scope.tensors[name] = constant_array(info, value)
+            scope.tensors[name] = self.constant(info, value)
         variables = self.variables(instance, path)
         scope.tensors.update(variables)
         # auto-label rule 1: a lone component without local tensors keeps the operator's scope
@@ -156,6 +212,10 @@ class Executor:
             outputs[name] = self.check_output(name, info, scope.tensors[name], instance)
         self.update(instance, scope, variables, path)
         return outputs
+
+    def constant(self, info: TensorInfo | tuple, value: Any) -> Any:
+        """A @constant (or an input's default) as an array, or abstract when checking."""
+        return abstract_tensor(info) if self.abstract else constant_array(info, value)
 
     # ------------------------------------------------------------------ variables
 
@@ -221,13 +281,14 @@ class Executor:
             raise ComposeDiagnostic(
                 f"{what} '{name}' is {'composed' if what == 'output' else 'updated'} as "
                 f"{_describe(actual)} but declared {_describe(declared)}",
-                instance.definition.span)
+                _declaration_span(instance.definition, name), code="E0603")
         for d, a in zip(declared_items, actual_items):
             for axis, (bound, extent) in enumerate(zip(d.bounds, a.shape or ())):
                 if bound is not None and extent > bound:
                     raise ComposeDiagnostic(
                         f"{what} '{name}' has extent {extent} in dimension {axis}, above its "
-                        f"bound {bound}", instance.definition.span)
+                        f"bound {bound}", _declaration_span(instance.definition, name),
+                        code="E0603")
         return value
 
     def component(self, component: ast.Component, scope: Scope) -> None:
@@ -286,7 +347,7 @@ class Executor:
              ) -> None:
         if len(results) != len(targets):
             raise ComposeDiagnostic(f"{len(results)} results for {len(targets)} targets",
-                                    component.span)
+                                    component.span, code="E0602")
         for target, value in zip(targets, results):
             if isinstance(target, ast.LPlaceholder):
                 continue
@@ -410,7 +471,7 @@ class Executor:
         while (count is None or iteration < count) and (length is None or iteration < length):
             if iteration >= self.max_iterations:
                 raise ComposeDiagnostic(f"the loop ran {self.max_iterations} iterations "
-                                        f"(--max-iterations)", node.span)
+                                        f"(--max-iterations)", node.span, code="E0604")
             for name, pack in scans:
                 inner.tensors[name] = pack[iteration]
             if node.count is not None and node.count.index is not None:
@@ -445,11 +506,13 @@ class Executor:
         if dtype is None or isinstance(value, list) or value is NULL:
             raise ComposeDiagnostic(f"cannot initialise '{item.name}' as {item.type.name}",
                                     item.span)
-        if value.ndim == 0:
-            return np.full(shape, value, dtype=dtype)
-        if list(value.shape) != shape:
+        if value.ndim != 0 and list(value.shape) != shape:
             raise ComposeDiagnostic(f"'{item.name}' is declared with shape {shape}; its "
                                     f"initial value has shape {list(value.shape)}", item.span)
+        if isinstance(value, AbstractTensor):
+            return AbstractTensor(kind_of(np.empty(0, dtype)), tuple(shape))
+        if value.ndim == 0:
+            return np.full(shape, value, dtype=dtype)
         return value.astype(dtype)
 
     def loop_count(self, node: ast.LoopExpr, scope: Scope) -> int | None:
@@ -461,8 +524,14 @@ class Executor:
         if isinstance(value, list) or value.size != 1 or \
                 kind_of(value) != "int":
             raise ComposeDiagnostic("a loop count must be an int (or an int tensor of volume 1)",
-                                    node.count.span)
-        return int(value.reshape(()))
+                                    node.count.span, code="E0607")
+        if isinstance(value, AbstractTensor):
+            raise Undetermined("a loop count depends on tensor values", node.count.span)
+        count = int(value.reshape(()))
+        if count < 0:
+            raise ComposeDiagnostic(f"the loop count is negative ({count})", node.count.span,
+                                    code="E0607")
+        return count
 
     def branch(self, node: ast.IfExpr, scope: Scope, expected: int,
                path: ScopePath | None = None) -> list[Any]:
@@ -479,12 +548,15 @@ class Executor:
                 not self.mentions_tensor(cond, scope):
             value = evaluate(cond, scope.environment(self.profile))
             if not isinstance(value, bool):
-                raise ComposeDiagnostic("a branch condition must be a bool", cond.span)
+                raise ComposeDiagnostic("a branch condition must be a bool", cond.span,
+                                        code="E0607")
             return value
         result, = self.rhs(cond, scope, 1)
         if isinstance(result, list) or result.dtype != np.bool_ or result.size != 1:
             raise ComposeDiagnostic("a dynamic branch condition must be a bool tensor of volume "
-                                    "1", cond.span)
+                                    "1", cond.span, code="E0607")
+        if isinstance(result, AbstractTensor):
+            raise Undetermined("a condition depends on tensor values", cond.span)
         return bool(result.reshape(()))
 
     def is_scalar_cast(self, node: ast.Call, scope: Scope) -> bool:
@@ -529,7 +601,7 @@ class Executor:
             results = self.invoke(node, scope, path)  # an unknown operator is reported here
             if len(results) != 1:
                 raise ComposeDiagnostic("an invocation used as an argument must have one result",
-                                        node.span)
+                                        node.span, code="E0602")
             return results[0]
         if self.mentions_tensor(node, scope):
             raise ComposeDiagnostic("tensor arithmetic must be written as operator invocations",
@@ -558,7 +630,7 @@ class Executor:
                     f"operator '{'.'.join(node.callee)}' is private to module "
                     f"'{target.name}'", node.span,
                     ["operators whose names start with '_' can only be invoked from their own "
-                     "module"])
+                     "module"], code="E0605")
             return found
         if quiet:
             return None
@@ -573,7 +645,25 @@ class Executor:
             if close:
                 notes.append("did you mean " + " or ".join(
                     ".".join((*path, c)) for c in close) + "?")
-        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span, notes)
+        if not path and not notes:  # `relu(x)`: name the standard operators of that name
+            notes.extend(self.qualified_hint(name, module))
+        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span, notes,
+                                code="E0601")
+
+    def qualified_hint(self, name: str, module: LoadedModule) -> list[str]:
+        """`did you mean nn.relu?` for an unqualified name that a standard module defines (and
+        which import it needs)."""
+        found = [f"{m.name}.{name}" for m in module.imports.values()
+                 if any(d.name == name for d in m.tree.definitions)]
+        if found:
+            return ["did you mean " + " or ".join(found) + "? (operators of an imported "
+                    "module are invoked by their qualified name)"]
+        found = stdlib_operators_named(name, self.program.stdlib)
+        if found:
+            modules = sorted({f.rpartition(".")[0] for f in found})
+            return ["did you mean " + " or ".join(found) + "? (add "
+                    + " or ".join(f"'import {m};'" for m in modules) + ")"]
+        return []
 
     def invoke(self, node: ast.Call, scope: Scope, path: ScopePath | None = None) -> list[Any]:
         """Run an invocation. Its scoped name: the explicit label under the caller's scope, or
@@ -592,7 +682,7 @@ class Executor:
         declared = definition.block("input").entries if definition.block("input") else ()
         if len(node.args) > len(declared):
             raise ComposeDiagnostic(f"'{definition.name}' takes {len(declared)} inputs; got "
-                                    f"{len(node.args)}", node.span)
+                                    f"{len(node.args)}", node.span, code="E0602")
         inputs: dict[str, Any] = {}
         for decl, arg in zip(declared, node.args):
             value = self.tensor(arg, scope)
@@ -604,13 +694,39 @@ class Executor:
         try:
             if self.depth > self.max_depth:
                 raise ComposeDiagnostic(f"operator calls nest deeper than {self.max_depth}",
-                                        node.span)
+                                        node.span, code="E0604")
+            self.running.append(".".join(node.callee))
             outputs = self.run_instance(definition, module, invocation, inputs, path)
         except Diagnostic as diag:
+            self.relocate(diag, node, scope.module, definition)
             raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
         finally:
             self.depth -= 1
+            del self.running[self.depth:]
         return list(outputs.values())
+
+    def relocate(self, diag: Diagnostic, node: ast.Call, caller: LoadedModule,
+                 definition: ast.OperatorDef) -> None:
+        """Put the primary position of an error where the mistake is (docs/api.md "Where an
+        error is reported"), keeping the old one as a related span:
+        - an invocation the invoked operator rejects (an unknown or ill-typed attribute, a
+          missing or mis-shaped input, a failed assertion) is reported at the call, at the
+          argument at fault when there is one;
+        - any error inside a standard-library operator is reported at the innermost call in
+          the user's code."""
+        span = diag.span
+        if span is None:
+            return
+        own = isinstance(diag, InvocationDiagnostic) and not diag.stack
+        library = span.path in self.library_files and not caller.library
+        if not (own or library):
+            return
+        callee = ".".join(node.callee)
+        label = f"the assertion of {callee}" if diag.code == "E0307" else \
+            f"in {callee}" if library and not own else f"as declared by {callee}"
+        diag.related.insert(0, (span, label))
+        diag.span = _argument_span(node, definition, diag.subject) if own and \
+            isinstance(diag, InvocationDiagnostic) else node.span
 
 
 def _live_after(definition: ast.OperatorDef) -> list[set[str]] | None:
@@ -689,3 +805,32 @@ def _describe(info: TensorInfo | tuple) -> str:
     shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
                                                      for e in info.shape)
     return f"{info.dtype}[{shape}]"
+
+
+def _declaration_span(definition: ast.OperatorDef, name: str) -> Any:
+    """The span of the declaration of output or variable `name` (else the definition's)."""
+    for kind in ("output", "variable"):
+        block = definition.block(kind)
+        for decl in block.entries if block else ():
+            if decl.name == name:
+                return decl.span
+    return definition.span
+
+
+def _argument_span(node: ast.Call, definition: ast.OperatorDef,
+                   subject: tuple[str, str] | None) -> Any:
+    """The span of the argument `subject` names in a call: an attribute `name = value`, or the
+    positional input of that name (by the callee's declaration order); else the call."""
+    if subject is None:
+        return node.span
+    kind, name = subject
+    if kind == "attribute":
+        for attribute in node.attributes or ():
+            if attribute.name == name:
+                return attribute.span
+    if kind == "input":
+        inputs = definition.block("input")
+        names = [d.name for d in inputs.entries] if inputs else []
+        if name in names and names.index(name) < len(node.args):
+            return node.args[names.index(name)].span
+    return node.span

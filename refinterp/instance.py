@@ -444,16 +444,23 @@ class Instantiation:
             if rest < 0 or len(flexible) > 1:
                 raise self.fail(f"{where} has rank {len(shape)}; its shape "
                                 f"{span_text(decl.type.span)} needs at least {fixed}",
-                                decl)
+                                decl, self.bound_sources(decl.type))
             counts[flexible[0]] = rest
         elif fixed != len(shape):
             raise self.fail(f"{where} has rank {len(shape)}; its shape "
-                            f"{span_text(decl.type.span)} has rank {fixed}", decl)
+                            f"{span_text(decl.type.span)} has rank {fixed}", decl,
+                            self.bound_sources(decl.type))
         position = 0
         for extent, count in zip(extents, counts):
             dims = shape[position:position + count]
             self.bind_extent(extent, dims, where, position, item, items)
             position += count
+
+    def bound_sources(self, node: ast.Node) -> list[str]:
+        """Notes saying where the symbols `node` uses got their values, e.g.
+        `d = 1 (from the length of attribute 'padding')`."""
+        return [f"{name} = {format_literal(self.values[name])} (from {self.sources[name]})"
+                for name in sorted(free_names(node)) if name in self.sources]
 
     def extent_count(self, extent: ast.Extent) -> int | None:
         """How many dimensions an extent covers, None if that is left to the actual rank."""

@@ -32,6 +32,7 @@ class LoadedModule:
     tree: ast.Module
     warnings: tuple[Diagnostic, ...] = ()
     imports: dict[str, "LoadedModule"] = field(default_factory=dict)
+    library: bool = False   # found in the standard library folder (trusted, not the user's)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Program:
 
     main: LoadedModule
     modules: list[LoadedModule]
+    stdlib: Path = STDLIB_DIR
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -55,7 +57,7 @@ def resolve_main(path: str | Path) -> Path:
             if candidate.is_file():
                 return candidate
         raise ModuleDiagnostic(
-            f"model folder '{path}' has no main.sknd (or main.nnef)")
+            f"model folder '{path}' has no main.sknd (or main.nnef)", code="E0200")
     if not path.is_file():
         raise ModuleDiagnostic(f"no such file or folder: '{path}'")
     return path
@@ -86,7 +88,7 @@ class Loader:
         order: list[LoadedModule] = []
         main = self._load_file(main_path, "main" if main_path.stem == "main" else
                                main_path.stem, [], order)
-        return Program(main, order)
+        return Program(main, order, self.stdlib)
 
     def candidates(self, importer: Path, module: tuple[str, ...]) -> list[Path]:
         """Every file that `import a.b` in `importer` may refer to, in lookup order."""
@@ -102,7 +104,8 @@ class Loader:
             return cached
         source = read_source(path)
         result = parse_module(source)
-        loaded = LoadedModule(name, path, source, result.module, result.warnings)
+        loaded = LoadedModule(name, path, source, result.module, result.warnings,
+                              library=key.is_relative_to(self.stdlib.resolve()))
         stack = [*stack, key]
         for imp in result.module.imports:
             loaded.imports[".".join(imp.module)] = self._load_import(loaded, imp, stack, order)
@@ -126,7 +129,7 @@ class Loader:
             cycle = [p.name for p in stack[stack.index(key):]] + [found.name]
             raise ModuleDiagnostic(
                 f"import cycle: {' -> '.join(cycle)}", imp.span,
-                ["modules must not import each other circularly"])
+                ["modules must not import each other circularly"], code="E0201")
         module = self._load_file(found, qualified, stack, order)
         graphs = [d for d in module.tree.definitions if d.is_graph]
         if graphs:
@@ -134,5 +137,24 @@ class Loader:
                 f"imported module '{qualified}' defines graph '{graphs[0].name}'",
                 graphs[0].span,
                 ["only the main module may define graphs (spec §2.15)",
-                 f"imported from {imp.span}"])
+                 f"imported from {imp.span}"], code="E0202")
         return module
+
+
+def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
+    """Qualified names (`nn.relu`) of the standard-library operators called `name`: a hint for
+    an unqualified or misspelt invocation. Reads the module texts without parsing them."""
+    import re
+
+    pattern = re.compile(rf"^\s*operator\s+{re.escape(name)}\b", re.MULTILINE)
+    found = []
+    for path in sorted(stdlib.rglob("*")):
+        if path.suffix in EXTENSIONS and path.is_file():
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if pattern.search(text):
+                module = ".".join(path.relative_to(stdlib).with_suffix("").parts)
+                found.append(f"{module}.{name}")
+    return found
