@@ -1,81 +1,469 @@
-"""A small Python API: run one operator on NumPy arrays, as `refinterp eval` does.
+"""refinterp's public Python API: load SkriptND programs, discover operators, check and evaluate.
 
-    from refinterp.api import run_operator
-    out = run_operator("nn.conv", {"input": x, "filter": w}, {"stride": [2, 2]})
-    out["output"]
+    import refinterp.api as ri
 
-Tests and tools use it to invoke standard-library operators; a diagnostic is raised as a
-`refinterp.diagnostics.Diagnostic`.
+    program = ri.load("model.sknd")                    # a file, a model folder, or
+    program = ri.load_source(text)                     # source text
+    [s.one_line() for s in ri.operators("nn")]         # what a module offers
+    ri.signature("nn.conv").describe()                 # one operator in full
+    ri.shapes(program, inputs={"x": ri.TensorType("real", (1, 3, 8, 8))}).outputs
+    run = ri.evaluate("nn.relu", inputs={"x": np.array([-1.0, 2.0])})
+    run.outputs["y"], run.inputs, run.params           # what was computed, from what
+
+Every error in the user's input is raised as `ri.Error` (refinterp.diagnostics.Diagnostic) with
+a stable `code`, `message`, primary `span` (`file`, `line`, `col`), `related` spans, `notes`
+and the operator call `stack`; `str(error)` renders it as the command line does, and
+`error.as_json()` gives it as data. docs/api.md documents all of it, with examples that the
+tests run.
+
+A *target* names what to instantiate or run: a loaded `Program` (with `op=` naming one of its
+operators or graphs, default its first graph, else its only operator), a path to a file or model
+folder, or a standard operator `module.op` (e.g. `"nn.conv"`, run from the bundled or the given
+`stdlib`).
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from . import semantics
 from .arrays import canonical
-from .compose import Executor, tensor_info
+from .compose import Executor, Undetermined, abstract_tensor, tensor_info
 from .diagnostics import Diagnostic
-from .instance import Invocation
-from .lower.engines import DEFAULT_ENGINE, ENGINES
-from .modules import Loader, Program
-from .values import NULL
+from .instance import Invocation, TensorInfo, fixed_input_types, instantiate
+from .lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
+from .lower.vector import DEFAULT_MAX_MEMORY
+from .modules import STDLIB_DIR, LoadedModule, Loader
+from .modules import Program as _LoadedProgram
+from .params import ParameterStore
+from .signature import OperatorSignature, module_signatures, signature as _signature
+from .signature import stdlib_modules
+from .syntax import ast
+from .values import NULL, Value
 
-_PROGRAMS: dict[tuple[str, str | None], Program] = {}
+Error = Diagnostic
+TensorType = TensorInfo
+PROFILES = tuple(semantics.PROFILES)
+ENGINES = ENGINE_NAMES
+MAX_ITERATIONS = 1_000_000
+MAX_DEPTH = 256
+
+__all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_source",
+           "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
+           "run_operator", "stdlib_modules", "PROFILES", "ENGINES"]
 
 
-def _canonical(array: Any) -> Any:
-    """An input in refinterp's representation; a list (pack) item by item."""
-    if isinstance(array, (list, tuple)):
-        return [_canonical(a) for a in array]
-    return canonical(array)
+class SelectionDiagnostic(Diagnostic):
+    """No operator or graph of the requested name."""
+
+    default_code = "E0203"
 
 
-def load_program(file: str | Path, stdlib: str | Path | None = None) -> Program:
-    """Load (and cache) a module file or model folder with its imports."""
-    key = (str(Path(file).resolve()), None if stdlib is None else str(stdlib))
-    if key not in _PROGRAMS:
-        _PROGRAMS[key] = Loader(stdlib=stdlib).load(file)
-    return _PROGRAMS[key]
+class ArgumentDiagnostic(Diagnostic):
+    """An argument of an API call (or command-line option) is invalid."""
+
+    default_code = "E0901"
+
+
+# ------------------------------------------------------------------------------- programs
+
+
+@dataclass
+class Program:
+    """A loaded SkriptND program: its main module and everything it imports."""
+
+    loaded: _LoadedProgram
+
+    @property
+    def path(self) -> Path:
+        """The main module's file."""
+        return self.loaded.main.path
+
+    @property
+    def main(self) -> LoadedModule:
+        return self.loaded.main
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        """Parser warnings of all loaded modules."""
+        return self.loaded.warnings
+
+    def operators(self) -> list[OperatorSignature]:
+        """The signatures of the main module's operators and graphs, in source order."""
+        return module_signatures(self.loaded.main)
+
+    def signature(self, name: str) -> OperatorSignature:
+        """The signature of operator or graph `name`: one of the main module's, or `m.op` of
+        a module it imports."""
+        definition, module = self.find(name)
+        return _signature(definition, module)
+
+    def find(self, name: str | None = None) -> tuple[ast.OperatorDef, LoadedModule]:
+        """The definition called `name` (default: the first graph, else the only operator),
+        in the main module or, qualified, in an imported module."""
+        main = self.loaded.main
+        definitions = main.tree.definitions
+        if name is None:
+            graphs = [d for d in definitions if d.is_graph]
+            if graphs:
+                return graphs[0], main
+            if len(definitions) == 1:
+                return definitions[0], main
+            raise SelectionDiagnostic(
+                f"{main.path} defines {len(definitions)} operators; choose one (--op NAME)",
+                notes=["candidates: " + (", ".join(d.name for d in definitions) or "none")])
+        *module_path, short = name.split(".")
+        module = main
+        if module_path and ".".join(module_path) != main.name:
+            module = main.imports.get(".".join(module_path))
+            if module is None:
+                raise SelectionDiagnostic(
+                    f"no module '{'.'.join(module_path)}' is imported by {main.path}",
+                    notes=["imports: " + (", ".join(main.imports) or "none")])
+        for definition in module.tree.definitions:
+            if definition.name == short:
+                return definition, module
+        import difflib
+        names = [d.name for d in module.tree.definitions]
+        close = difflib.get_close_matches(short, names, n=3)
+        notes = [f"did you mean {' or '.join(close)}?"] if close else []
+        raise SelectionDiagnostic(f"no operator or graph '{name}' in {module.path}",
+                                  notes=notes + ["candidates: " + (", ".join(names) or "none")])
+
+
+_CACHE: dict[tuple, Program] = {}
+
+
+def load(path: str | Path, *, stdlib: str | Path | None = None,
+         search_path: tuple[str | Path, ...] | list[str | Path] = ()) -> Program:
+    """Load a `.sknd` file or a model folder (its `main.sknd`) with all its imports. `stdlib`
+    replaces the bundled standard library; `search_path` adds folders for imports. Loaded
+    programs are cached by (resolved path, stdlib, search path); edit-and-reload sees the
+    change only in a new process, or with `load_source`."""
+    key = (str(Path(path).resolve()), None if stdlib is None else str(Path(stdlib).resolve()),
+           tuple(str(p) for p in search_path))
+    if key not in _CACHE:
+        _CACHE[key] = Program(Loader(list(search_path), stdlib).load(path))
+    return _CACHE[key]
+
+
+def load_source(text: str, *, path: str | Path = "<source>.sknd",
+                stdlib: str | Path | None = None,
+                search_path: tuple[str | Path, ...] | list[str | Path] = ()) -> Program:
+    """Load SkriptND source text as the main module (never cached); diagnostics name it
+    `path`, and its imports are looked up as for a file at `path`."""
+    return Program(Loader(list(search_path), stdlib).load_source(text, path))
+
+
+def load_module(name: str, *, stdlib: str | Path | None = None) -> Program:
+    """A standard-library module by qualified name (`"nn"`, `"math"`)."""
+    root = Path(stdlib) if stdlib is not None else STDLIB_DIR
+    relative = Path(*name.split("."))
+    for ext in (".sknd", ".nnef"):
+        candidate = root / relative.with_suffix(ext)
+        if candidate.is_file():
+            return load(candidate, stdlib=stdlib)
+    raise SelectionDiagnostic(f"no standard module '{name}' in {root}",
+                              notes=["modules: " + ", ".join(stdlib_modules(root))])
+
+
+def operators(module: str | Program, *, stdlib: str | Path | None = None
+              ) -> list[OperatorSignature]:
+    """The signatures of a module's operators: a standard module by name, or a program."""
+    program = module if isinstance(module, Program) else load_module(module, stdlib=stdlib)
+    return program.operators()
+
+
+def signature(name: str, *, stdlib: str | Path | None = None) -> OperatorSignature:
+    """The signature of standard operator `module.op` (e.g. `"nn.conv"`)."""
+    program, definition, module = _target(name, None, stdlib)
+    return _signature(definition, module)
+
+
+def _target(target: Program | str | Path, op: str | None, stdlib: str | Path | None
+            ) -> tuple[Program, ast.OperatorDef, LoadedModule]:
+    """Resolve what to instantiate or run (see the module docstring)."""
+    if isinstance(target, Program):
+        return (target, *target.find(op))
+    text = str(target)
+    path = Path(text)
+    if op is None and not path.exists() and "." in text and not text.endswith(
+            (".sknd", ".nnef")) and "/" not in text:
+        module_name, _, op = text.rpartition(".")
+        program = load_module(module_name, stdlib=stdlib)
+        return (program, *program.find(op))
+    program = load(path, stdlib=stdlib)
+    return (program, *program.find(op))
+
+
+# ------------------------------------------------------------------------------- invocations
+
+
+def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Value]:
+    """Attribute values as the evaluator holds them: Python None is null, lists are packs."""
+    def convert(value: Any) -> Value:
+        if value is None:
+            return NULL
+        if isinstance(value, (list, tuple)):
+            return tuple(convert(v) for v in value)
+        if isinstance(value, np.generic):
+            return value.item()
+        return value
+    return {name: convert(value) for name, value in (attributes or {}).items()}
+
+
+def _profile(name: str) -> semantics.Profile:
+    if name not in semantics.PROFILES:
+        raise ArgumentDiagnostic(f"unknown profile '{name}'; choose one of "
+                                 f"{', '.join(semantics.PROFILES)}")
+    return semantics.PROFILES[name]
+
+
+def _input_types(inputs: Mapping[str, Any]) -> dict[str, TensorInfo | tuple]:
+    """TensorTypes of inputs given as TensorTypes or arrays (a pack as a list or tuple)."""
+    def info(value: Any) -> TensorInfo | tuple:
+        if isinstance(value, TensorInfo):
+            return value
+        if isinstance(value, (list, tuple)):
+            return tuple(info(v) for v in value)
+        return tensor_info(np.asarray(value))
+    return {name: info(value) for name, value in inputs.items()}
+
+
+@dataclass
+class Shapes:
+    """What instantiating an operator gives, without computing values.
+
+    `outputs`: each output's type and shape (a pack as a tuple). `symbols`: every bound symbol.
+    `checked`: whether the whole @compose block was followed (False where a branch condition, a
+    loop count or an extent depends on tensor values; `stopped` then says where and why, and
+    outputs are the declared ones). `variables`: the scoped names and types of the variables
+    reached."""
+
+    outputs: dict[str, TensorInfo | tuple]
+    symbols: dict[str, Value]
+    checked: bool = True
+    stopped: str | None = None
+    variables: dict[str, TensorInfo] = field(default_factory=dict)
+    instance: Any = None  # the OperatorInstance (for tools such as `shapes --quant`)
+
+
+def shapes(target: Program | str | Path, *, op: str | None = None,
+           attributes: Mapping[str, Any] | None = None,
+           inputs: Mapping[str, Any] | None = None, generics: tuple[str, ...] = (),
+           profile: str = "spec", stdlib: str | Path | None = None,
+           max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH) -> Shapes:
+    """Instantiate an operator or graph and check its @compose block without computing values:
+    every invocation is instantiated (through compile-time branches and loops), so an unknown
+    operator or attribute, a missing argument, a failed assertion or a wrong declared output
+    shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
+    shape is fixed needs none."""
+    program, definition, module = _target(target, op, stdlib)
+    active = _profile(profile)
+    values = _attributes(attributes)
+    given = _input_types(inputs or {})
+    for name, info in fixed_input_types(definition, values, active).items():
+        given.setdefault(name, info)
+    invocation = Invocation(values, given, tuple(generics), active)
+    instance = instantiate(definition, invocation)
+    result = Shapes(dict(instance.outputs), dict(instance.symbols), instance=instance)
+    if definition.block("compose") is None:
+        return result
+    executor = Executor(program.loaded, active, max_depth=max_depth,
+                        max_iterations=max_iterations, abstract=True)
+    try:
+        arrays = {name: abstract_tensor(info, f"input '{name}'") for name, info in given.items()}
+        outputs = executor.run(definition, module, invocation, arrays)
+        result.outputs = {name: tensor_info(value) for name, value in outputs.items()}
+    except Undetermined as stop:
+        result.checked = False
+        result.stopped = stop.reason + (f" ({stop.span})" if stop.span is not None else "")
+    result.variables = dict(executor.params.declared)
+    return result
+
+
+# ------------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class Run:
+    """The result of `evaluate`, with everything needed to reproduce it.
+
+    `outputs`: by output name (a pack as a list of arrays). `inputs`: the input arrays used
+    (canonical dtypes; inputs left to their declared defaults are not listed). `params`: every
+    variable used, by scoped name, with its value after @update. `updated`: the scoped names
+    @update assigned. `attributes`, `profile`, `engine`, `operator` (qualified name)."""
+
+    outputs: dict[str, Any]
+    inputs: dict[str, Any]
+    params: dict[str, np.ndarray]
+    updated: list[str]
+    attributes: dict[str, Any]
+    profile: str
+    engine: str
+    operator: str
+
+
+Progress = Callable[[list[str], float], None]
+
+
+def evaluate(target: Program | str | Path, *, op: str | None = None,
+             inputs: Mapping[str, Any] | None = None,
+             attributes: Mapping[str, Any] | None = None,
+             params: Mapping[str, np.ndarray] | None = None, random_params: bool = False,
+             seed: int = 0, generics: tuple[str, ...] = (), profile: str = "spec",
+             engine: str | Engine = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY,
+             max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
+             stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
+             progress: Progress | None = None, progress_interval: float = 5.0) -> Run:
+    """Run an operator or graph on arrays and return a `Run`.
+
+    `inputs`: arrays (or nested lists) by input name, a pack as a list of arrays; any real,
+    int or bool dtype, held as float64/int64/bool. `params`: variable values by scoped name
+    (`main.G.conv1.filter`) or relative to the graph (`conv1.filter`); then the model folder's
+    `<scoped name>.dat` files; then, with `random_params`, random values (from `seed`). A params
+    entry that is no variable of the run is an Error (E0702). `engine` is "scalar", "vector" or
+    "auto" (or an engine made by `refinterp.lower.engines.make_engine`); `log(instance, engine)` is told which engine ran each operator; `progress(running
+    operators, seconds)` is called every `progress_interval` seconds of a long run."""
+    program, definition, module = _target(target, op, stdlib)
+    active = _profile(profile)
+    if isinstance(engine, str) and engine not in ENGINE_NAMES:
+        raise ArgumentDiagnostic(f"unknown engine '{engine}'; choose one of "
+                                 f"{', '.join(ENGINE_NAMES)}")
+    if max_iterations < 1 or max_depth < 1:
+        raise ArgumentDiagnostic("max_iterations and max_depth must be at least 1")
+    arrays = {name: _canonical(name, value) for name, value in (inputs or {}).items()}
+    values = _attributes(attributes)
+    store = ParameterStore(graph=f"{module.name}.{definition.name}",
+                           arrays={k: _canonical(k, v, "parameter")
+                                   for k, v in (params or {}).items()},
+                           folder=None if program.main.library else program.path.parent,
+                           random=random_params, seed=seed)
+    invocation = Invocation(values, {k: tensor_info(v) for k, v in arrays.items()},
+                            tuple(generics), active)
+    if store.arrays and definition.block("compose") is not None:
+        _check_param_names(program, definition, store, values, arrays, generics, profile,
+                           stdlib, max_iterations, max_depth)
+    executor = Executor(program.loaded, active, max_depth=max_depth,
+                        max_iterations=max_iterations, params=store,
+                        engine=make_engine(engine, max_memory, log)
+                        if isinstance(engine, str) else engine)
+    with _Watch(executor, progress, progress_interval, definition.name):
+        outputs = executor.run(definition, module, invocation, arrays)
+    _reject_unused(store)
+    return Run(outputs, arrays, dict(store.loaded), sorted(store.updated), dict(values),
+               profile, engine if isinstance(engine, str) else "custom",
+               f"{module.name}.{definition.name}")
+
+
+def _canonical(name: str, value: Any, what: str = "input") -> Any:
+    """An input (or parameter) in refinterp's representation; a pack item by item."""
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, np.ndarray) for v in value):
+        return [_canonical(f"{name}.{i}", v, what) for i, v in enumerate(value)]
+    try:
+        return canonical(np.asarray(value))
+    except (TypeError, ValueError):
+        raise Diagnostic(f"{what} '{name}' is not a real, int or bool array "
+                         f"({type(value).__name__})", code="E0802") from None
+
+
+def _check_param_names(program: Program, definition: ast.OperatorDef, store: ParameterStore,
+                       values: dict, arrays: dict, generics: tuple, profile: str,
+                       stdlib: str | Path | None, max_iterations: int, max_depth: int) -> None:
+    """Before running: every params entry must name a variable the run reaches (checked
+    without values; where the check cannot follow the composition, after the run)."""
+    checked = shapes(program, op=definition.name, attributes=values,
+                     inputs={k: tensor_info(v) for k, v in arrays.items()}, generics=generics,
+                     profile=profile, stdlib=stdlib, max_iterations=max_iterations,
+                     max_depth=max_depth)
+    if not checked.checked:
+        return
+    for scoped in checked.variables:
+        store.used.update(n for n in store.candidates(scoped) if n in store.arrays)
+    _reject_unused(store, sorted(checked.variables))
+
+
+def _reject_unused(store: ParameterStore, variables: list[str] | None = None) -> None:
+    """A params entry no variable asked for is an error (docs/api.md: one rule for inputs and
+    parameters — a key that names nothing is a mistake, never silently ignored)."""
+    unused = store.unused()
+    if not unused:
+        return
+    import difflib
+    known = variables if variables is not None else sorted(store.loaded)
+    notes = []
+    close = difflib.get_close_matches(unused[0], known, n=3)
+    if close:
+        notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
+    notes.append("variables: " + (", ".join(known) or "none"))
+    raise Diagnostic(f"params entry '{unused[0]}' is not a variable of the run"
+                     + (f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""),
+                     notes=notes, code="E0702")
+
+
+class _Watch:
+    """Calls `progress(running operators, seconds)` every `interval` seconds while a run lasts
+    (a daemon thread reading the executor's stack of running operators)."""
+
+    def __init__(self, executor: Executor, progress: Progress | None, interval: float,
+                 root: str) -> None:
+        self.executor, self.progress, self.interval, self.root = executor, progress, interval, \
+            root
+        self.done = threading.Event()
+
+    def __enter__(self) -> "_Watch":
+        if self.progress is not None:
+            start = time.monotonic()
+
+            def watch() -> None:
+                while not self.done.wait(self.interval):
+                    self.progress([self.root, *self.executor.running],
+                                  time.monotonic() - start)
+            threading.Thread(target=watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+
+
+def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0) -> dict[str, Any]:
+    """Random arrays for input types (a pack as a tuple of types gives a list of arrays):
+    real N(0, 1), int uniform in [0, 10), bool with probability 1/2; reproducible from `seed`
+    and drawn in the order given."""
+    rng = np.random.default_rng(seed)
+
+    def draw(info: TensorInfo | tuple) -> Any:
+        if isinstance(info, tuple):
+            return [draw(i) for i in info]
+        shape = tuple(info.shape or ())
+        if info.dtype == "real":
+            return rng.standard_normal(shape)
+        if info.dtype == "int":
+            return rng.integers(0, 10, shape, dtype=np.int64)
+        if info.dtype == "bool":
+            return rng.random(shape) < 0.5
+        raise ArgumentDiagnostic(f"no random values of type '{info.dtype}'; the types are "
+                                 f"real, int and bool")
+    return {name: draw(info) for name, info in types.items()}
 
 
 def run_operator(name: str, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
                  *, generics: tuple[str, ...] = (), file: str | Path | None = None,
-                 profile: str = "spec", engine: str = DEFAULT_ENGINE,
+                 profile: str = "spec", engine: str | Engine = DEFAULT_ENGINE,
                  stdlib: str | Path | None = None) -> dict[str, Any]:
-    """Run operator `name` and return its outputs by name (a pack as a list of arrays).
-
-    `name` is `module.operator` for a standard-library operator (`nn.conv`, `math.add`), or an
-    operator of `file` when `file` is given. Attribute values are Python values as the
-    expression evaluator holds them (int, float, bool, str, tuples for packs, None is null)."""
-    if file is None:
-        module, _, operator = name.rpartition(".")
-        if not module:
-            raise ValueError("name a standard operator as module.operator, or pass file=")
-        root = Path(stdlib) if stdlib is not None else Path(__file__).parent / "stdlib"
-        file = root / Path(*module.split(".")).with_suffix(".sknd")
-    else:
-        operator = name
-    program = load_program(file, stdlib)
-    definition = next((d for d in program.main.tree.definitions if d.name == operator), None)
-    if definition is None:
-        raise Diagnostic(f"no operator '{operator}' in {program.main.path}")
-    arrays = {k: _canonical(v) for k, v in inputs.items()}
-    values = {k: _attribute(v) for k, v in (attributes or {}).items()}
-    active = semantics.PROFILES[profile]
-    invocation = Invocation(values, {k: tensor_info(v) for k, v in arrays.items()}, generics,
-                            active)
-    executor = Executor(program, active, engine=ENGINES[engine])
-    return executor.run(definition, program.main, invocation, arrays)
-
-
-def _attribute(value: Any) -> Any:
-    """Python None is SkriptND null; a list is a pack (a tuple)."""
-    if value is None:
-        return NULL
-    if isinstance(value, (list, tuple)):
-        return tuple(_attribute(v) for v in value)
-    return value
+    """Run operator `name` and return its outputs by name (a pack as a list of arrays): a
+    standard operator `module.op`, or an operator of `file`. Shorthand for
+    `evaluate(...).outputs`."""
+    if file is None and "." not in name:
+        raise ArgumentDiagnostic("name a standard operator as module.operator, or pass file=")
+    run = evaluate(file if file is not None else name, op=name if file is not None else None,
+                   inputs=inputs, attributes=attributes, generics=generics, profile=profile,
+                   engine=engine, stdlib=stdlib)
+    return run.outputs

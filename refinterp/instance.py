@@ -733,3 +733,36 @@ def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
         notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
     notes.append(f"{kind}: " + (", ".join(choices) or "none"))
     return notes
+
+
+def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
+                      profile: semantics.Profile = semantics.SPEC) -> dict[str, TensorInfo]:
+    """The inputs whose declared shapes are fixed by literals and attributes (given, or
+    constant defaults), e.g. a graph's `input: real[batch, 3, 224, 224]`: their types need not
+    be given to check or run the operator (`shapes`; `eval --random NAME`)."""
+    values = dict(attributes)
+    for decl in entries(definition, "attrib"):
+        if decl.name not in values and decl.default is not None:
+            try:
+                values[decl.name] = evaluate(decl.default, Environment(dict(values)))
+            except Diagnostic:
+                pass
+    env = Environment(values, profile=profile)
+    found = {}
+    for decl in entries(definition, "input"):
+        spec = decl.type
+        if spec.shape is None or spec.pack is not None or spec.optional or \
+                spec.name not in ("real", "int", "bool"):
+            continue
+        shape: list[Any] = []
+        try:
+            for extent in spec.shape:
+                if extent.pack is not None or isinstance(extent.value, ast.Placeholder):
+                    raise Diagnostic("not fixed")
+                size = evaluate(extent.value, env)
+                shape.extend(size if isinstance(size, tuple) else (size,))
+        except Diagnostic:
+            continue
+        if all(isinstance(e, int) and not isinstance(e, bool) for e in shape):
+            found[decl.name] = TensorInfo(spec.name, tuple(shape))
+    return found

@@ -90,6 +90,17 @@ class Loader:
                                main_path.stem, [], order)
         return Program(main, order, self.stdlib)
 
+    def load_source(self, text: str, path: str | Path = "<source>.sknd") -> Program:
+        """Load SkriptND source text as the main module; its imports are looked up as if the
+        text were the file `path` (relative to its folder, then the search path, then the
+        standard library)."""
+        path = Path(path)
+        source = SourceFile(str(path), text)
+        order: list[LoadedModule] = []
+        main = self._load_parsed(path, source, "main" if path.stem == "main" else path.stem,
+                                 [], order)
+        return Program(main, order, self.stdlib)
+
     def candidates(self, importer: Path, module: tuple[str, ...]) -> list[Path]:
         """Every file that `import a.b` in `importer` may refer to, in lookup order."""
         relative = Path(*module)
@@ -102,7 +113,11 @@ class Loader:
         cached = self._by_path.get(key)
         if cached is not None:
             return cached
-        source = read_source(path)
+        return self._load_parsed(path, read_source(path), name, stack, order)
+
+    def _load_parsed(self, path: Path, source: SourceFile, name: str, stack: list[Path],
+                     order: list[LoadedModule]) -> LoadedModule:
+        key = path.resolve()
         result = parse_module(source)
         loaded = LoadedModule(name, path, source, result.module, result.warnings,
                               library=key.is_relative_to(self.stdlib.resolve()))

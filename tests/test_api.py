@@ -15,7 +15,7 @@ def test_run_operator_runs_a_standard_operator() -> None:
 
 
 def test_run_operator_reports_an_unknown_operator_as_a_diagnostic() -> None:
-    with pytest.raises(Diagnostic, match="no operator 'nope'"):
+    with pytest.raises(Diagnostic, match="no operator or graph 'nope'"):
         run_operator("math.nope", {})
 
 

@@ -39,10 +39,10 @@ def run_both(example: Example, profile: str = "spec", max_memory: int | None = N
     vector engine ran each operator."""
     path = write(example.text)
     used: list[str] = []
-    engines.ENGINES["vector-test"] = engines.make_engine(
+    vector = engines.make_engine(
         "vector", max_memory=max_memory or 2 ** 31, log=lambda inst, how: used.append(how))
     results = []
-    for engine in ("scalar", "vector-test"):
+    for engine in ("scalar", vector):
         try:
             results.append(run_operator("f", example.inputs, file=path, engine=engine,
                                         profile=profile))
@@ -244,31 +244,27 @@ def test_chunking_matches_one_box():
 
 
 def run_vector_on(text: str, inputs: dict, max_memory: int) -> np.ndarray:
-    engines.ENGINES["vector-budget"] = engines.make_engine("vector", max_memory=max_memory)
-    return run_operator("f", inputs, file=write(text), engine="vector-budget")["y"]
+    engine = engines.make_engine("vector", max_memory=max_memory)
+    return run_operator("f", inputs, file=write(text), engine=engine)["y"]
 
 
 def test_auto_uses_scalar_for_small_operators_and_vector_for_large():
     used: list[str] = []
-    engines.ENGINES["auto-test"] = engines.make_engine(
-        "auto", log=lambda inst, how: used.append(how))
+    auto = engines.make_engine("auto", log=lambda inst, how: used.append(how))
     text = op("x: real[n];", "y: real[n];", "y[i] = x[i] + 1.0, i < n;")
-    run_operator("f", {"x": np.zeros(10)}, file=write(text), engine="auto-test")
-    run_operator("f", {"x": np.zeros(10_000)}, file=write(text), engine="auto-test")
+    run_operator("f", {"x": np.zeros(10)}, file=write(text), engine=auto)
+    run_operator("f", {"x": np.zeros(10_000)}, file=write(text), engine=auto)
     assert used == ["scalar", "vector"]
 
 
 def test_run_vector_reports_fallbacks():
-    from refinterp.api import load_program
-    from refinterp.instance import Invocation, instantiate  # noqa: F401 - documents the API
-
     reports: list = []
     text = op("a: int[2];", "y: int[2];", "y[i] = (a[i] * a[i]) / a[i], i < 2;")
-    engines.ENGINES["capture"] = lambda inst, inputs, profile: run_vector(
-        inst, inputs, profile, reports=reports)
-    run_operator("f", {"a": np.array([2 ** 40, 3])}, file=write(text), engine="capture")
+    def capture(inst, inputs, profile):
+        return run_vector(inst, inputs, profile, reports=reports)
+
+    run_operator("f", {"a": np.array([2 ** 40, 3])}, file=write(text), engine=capture)
     assert [r.engine for r in reports] == ["scalar"] and "int64" in reports[0].reason
-    load_program  # noqa: B018
 
 
 # ---------------------------------------------------------------------- every corpus formula

@@ -76,11 +76,7 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
         captured.append((instance, dict(arrays), profile))
         return engines.make_engine(engine)(instance, arrays, profile)
 
-    engines.ENGINES["bench-capture"] = capture
-    try:
-        run_operator(name, inputs, attributes, engine="bench-capture")
-    finally:
-        del engines.ENGINES["bench-capture"]
+    run_operator(name, inputs, attributes, engine=capture)
     run = engines.make_engine(engine)
 
     def ours() -> np.ndarray:
@@ -143,21 +139,13 @@ def alexnet_case(rng: np.random.Generator, engine: str):
     folder = Path(temporary.name)
     (folder / "main.sknd").write_text(ALEXNET)
 
-    from refinterp.api import load_program
-    from refinterp.compose import Executor, tensor_info
-    from refinterp.instance import Invocation
-    from refinterp.params import ParameterStore
-    from refinterp import semantics
+    from refinterp import api
 
-    program = load_program(folder / "main.sknd")
-    definition = next(d for d in program.main.tree.definitions if d.name == "AlexNet")
+    program = api.load(folder / "main.sknd")
 
     def ours() -> np.ndarray:
-        store = ParameterStore(graph="main.AlexNet", arrays=dict(params), folder=folder)
-        invocation = Invocation({}, {"input": tensor_info(x)}, (), semantics.SPEC)
-        executor = Executor(program, semantics.SPEC, engine=engines.make_engine(engine),
-                            params=store)
-        return executor.run(definition, program.main, invocation, {"input": x})["output"]
+        return api.evaluate(program, op="AlexNet", inputs={"input": x}, params=params,
+                            engine=engine).outputs["output"]
 
     def reference() -> np.ndarray:
         relu = lambda v: np.maximum(v, 0.0)  # noqa: E731
