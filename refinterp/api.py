@@ -56,7 +56,8 @@ MAX_DEPTH = 256
 
 __all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_source",
            "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
-           "run_operator", "stdlib_modules", "PROFILES", "ENGINES"]
+           "fixed_inputs", "parse_value", "evaluate_expression", "run_operator",
+           "stdlib_modules", "PROFILES", "ENGINES"]
 
 
 class SelectionDiagnostic(Diagnostic):
@@ -116,7 +117,7 @@ class Program:
             if len(definitions) == 1:
                 return definitions[0], main
             raise SelectionDiagnostic(
-                f"{main.path} defines {len(definitions)} operators; choose one (--op NAME)",
+                f"{main.path} defines {len(definitions)} operators; choose one with --op NAME",
                 notes=["candidates: " + (", ".join(d.name for d in definitions) or "none")])
         *module_path, short = name.split(".")
         module = main
@@ -202,6 +203,35 @@ def _target(target: Program | str | Path, op: str | None, stdlib: str | Path | N
     return (program, *program.find(op))
 
 
+# ------------------------------------------------------------------------------- values
+
+
+def evaluate_expression(text: str, values: Mapping[str, Any] | None = None,
+                        profile: str = "spec", name: str = "<expr>") -> Value:
+    """Evaluate a compile-time SkriptND expression (`refinterp expr`) with symbols `values`;
+    packs come back as tuples, null as `refinterp.values.NULL`."""
+    from .expr import Environment, evaluate as evaluate_compile_time
+    from .source import SourceFile
+    from .syntax.parser import parse_expression
+
+    env = Environment(dict(_attributes(values)), profile=_profile(profile))
+    return evaluate_compile_time(parse_expression(SourceFile(name, text)), env)
+
+
+def parse_value(text: str, profile: str = "spec", name: str = "<value>") -> Value:
+    """A SkriptND literal expression as a value (an attribute on the command line: `3`,
+    `[1, 2]`, `'LOWER'`). An undefined name gets a hint that strings are quoted."""
+    try:
+        return evaluate_expression(text, None, profile, name)
+    except Diagnostic as diag:
+        if diag.code == "E0401":
+            bare = text.strip()
+            diag.notes.append(f"a string value is quoted: '{bare}' (on a shell command line, "
+                              f"e.g. --attrib \"{name.strip('<>').split()[-1]}='{bare}'\")"
+                              if bare.isidentifier() else "a string value is quoted: 'text'")
+        raise
+
+
 # ------------------------------------------------------------------------------- invocations
 
 
@@ -234,6 +264,16 @@ def _input_types(inputs: Mapping[str, Any]) -> dict[str, TensorInfo | tuple]:
             return tuple(info(v) for v in value)
         return tensor_info(np.asarray(value))
     return {name: info(value) for name, value in inputs.items()}
+
+
+def fixed_inputs(target: Program | str | Path, *, op: str | None = None,
+                 attributes: Mapping[str, Any] | None = None, profile: str = "spec",
+                 stdlib: str | Path | None = None) -> dict[str, TensorInfo]:
+    """The types of the inputs whose declared shapes are fixed by literals and attributes (a
+    graph's `input: real[1, 3, 224, 224]`): what `shapes` assumes for inputs not given, and
+    what `eval --random NAME` draws."""
+    program, definition, module = _target(target, op, stdlib)
+    return fixed_input_types(definition, _attributes(attributes), _profile(profile))
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The `refinterp` command line.
+"""The `refinterp` command line: a thin layer over `refinterp.api` — argument parsing, file I/O
+through `refinterp.io`, and rendering. No SkriptND semantics live here.
 
 Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line misuse,
 3 an internal error (a bug in refinterp: rerun with --debug for the traceback).
@@ -7,28 +8,38 @@ Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line mi
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .diagnostics import Diagnostic, render
-from .modules import Loader, Program, read_source, resolve_main
-from .source import SourceFile
-from .syntax.parser import parse_module
-from .syntax.printer import format_module
 
 EXIT_OK, EXIT_DIAGNOSTIC, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-class Output:
-    """Where the CLI writes: results to stdout, diagnostics to stderr (via rich when a tty)."""
+class UsageError(Exception):
+    """Command-line misuse (exit 2): options that contradict each other or are missing."""
 
-    def __init__(self) -> None:
+
+class Output:
+    """Where the CLI writes: results to stdout, diagnostics to stderr (via rich when a tty);
+    with --json, one JSON object on stdout holding the result or the error, and warnings."""
+
+    def __init__(self, json_mode: bool = False) -> None:
         self._console = None
+        self.json_mode = json_mode
+        self.warnings: list[Diagnostic] = []
 
     def result(self, text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    def data(self, data: Any) -> None:
+        """The result of a --json command (warnings added as "warnings" when there are any)."""
+        if isinstance(data, dict) and self.warnings:
+            data = {**data, "warnings": [w.as_json() for w in self.warnings]}
+        self.result(json.dumps(data))
 
     def table(self, header: list[str], rows: list[list[str]]) -> None:
         """A small table: rich when stdout is a terminal, aligned plain text otherwise."""
@@ -46,7 +57,20 @@ class Output:
             self.result("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
 
     def diagnostic(self, diag: Diagnostic) -> None:
-        text = render(diag)
+        """A warning or note (errors go through `error`)."""
+        if self.json_mode:
+            self.warnings.append(diag)
+            return
+        self._stderr(render(diag))
+
+    def error(self, diag: Diagnostic) -> None:
+        if self.json_mode:
+            self.result(json.dumps({"error": diag.as_json(),
+                                    "warnings": [w.as_json() for w in self.warnings]}))
+            return
+        self._stderr(render(diag))
+
+    def _stderr(self, text: str) -> None:
         if sys.stderr.isatty():
             from rich.console import Console
             from rich.text import Text
@@ -62,364 +86,401 @@ class Output:
             sys.stderr.write(text + "\n")
 
 
-def _summary(path: str, program: Program) -> str:
-    tree = program.main.tree
-    imports = ", ".join(program.main.imports) or "none"
-    operators = [d.name for d in tree.definitions if not d.is_graph]
-    graphs = [d.name for d in tree.definitions if d.is_graph]
-
-    def listing(kind: str, names: list[str]) -> str:
-        plural = kind if len(names) == 1 else kind + "s"
-        return f"{len(names)} {plural}" + (f" ({', '.join(names)})" if names else "")
-
-    return (f"{path}: imports {imports}; {listing('operator', operators)}; "
-            f"{listing('graph', graphs)}")
+# ------------------------------------------------------------------------------- parse, fmt
 
 
 def cmd_parse(args: argparse.Namespace, out: Output) -> int:
     """Load each file with its imports; print one summary line per file."""
+    from . import api
+
     status = EXIT_OK
+    results = []
     for path in args.files:
         try:
-            program = Loader(args.path, args.stdlib).load(path)
+            program = api.load(path, stdlib=args.stdlib, search_path=args.path)
         except Diagnostic as diag:
-            out.diagnostic(diag)
+            if out.json_mode:
+                results.append({"file": path, "error": diag.as_json()})
+            else:
+                out.error(diag)
             status = EXIT_DIAGNOSTIC
             continue
         for warning in program.warnings:
             out.diagnostic(warning)
-        out.result(_summary(path, program))
+        main = program.main
+        operators = [d.name for d in main.tree.definitions if not d.is_graph]
+        graphs = [d.name for d in main.tree.definitions if d.is_graph]
+        if out.json_mode:
+            results.append({"file": path, "imports": list(main.imports),
+                            "operators": operators, "graphs": graphs})
+        else:
+            out.result(f"{path}: imports {', '.join(main.imports) or 'none'}; "
+                       f"{_listing('operator', operators)}; {_listing('graph', graphs)}")
+    if out.json_mode:
+        out.data({"files": results})
     return status
 
 
+def _listing(kind: str, names: list[str]) -> str:
+    plural = kind if len(names) == 1 else kind + "s"
+    return f"{len(names)} {plural}" + (f" ({', '.join(names)})" if names else "")
+
+
 def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
-    """Print the canonical form of a file (or rewrite it in place)."""
-    path = resolve_main(args.file)
-    source = read_source(path)
-    result = parse_module(source)
-    for warning in result.warnings:
-        out.diagnostic(warning)
-    text = format_module(result.module)
-    if args.in_place:
-        Path(path).write_text(text, encoding="utf-8")
-    else:
-        out.result(text.rstrip("\n"))
-    return EXIT_OK
+    """Print the canonical form of files, rewrite them (-i), or check them (--check)."""
+    from .modules import read_source, resolve_main
+    from .syntax.parser import parse_module
+    from .syntax.printer import format_module
+
+    status = EXIT_OK
+    changed: list[str] = []
+    for name in args.files:
+        path = resolve_main(name)
+        source = read_source(path)
+        result = parse_module(source)
+        for warning in result.warnings:
+            out.diagnostic(warning)
+        text = format_module(result.module)
+        if args.check:
+            if text != source.text:
+                changed.append(str(path))
+                if not out.json_mode:
+                    sys.stderr.write(f"would reformat {path}\n")
+        elif args.in_place:
+            if text != source.text:
+                try:
+                    Path(path).write_text(text, encoding="utf-8")
+                except OSError as exc:
+                    raise Diagnostic(f"cannot write '{path}': {exc.strerror or exc}",
+                                     code="E0801") from None
+                changed.append(str(path))
+        elif not out.json_mode:
+            out.result(text.rstrip("\n"))
+    if args.check and changed:
+        status = EXIT_DIAGNOSTIC
+    if out.json_mode:
+        out.data({"files": [str(resolve_main(f)) for f in args.files],
+                  "reformatted" if args.in_place else "not_canonical": changed})
+    return status
 
 
-def parse_attribute(text: str, profile: object) -> tuple[str, object]:
+# ------------------------------------------------------------------------------- expr
+
+
+def parse_attribute(text: str, profile: str) -> tuple[str, Any]:
     """`NAME=VALUE` where VALUE is a SkriptND literal expression (`3`, `[1, 2]`, `'x'`)."""
-    from .expr import Environment, evaluate
-    from .syntax.parser import parse_expression
+    from .api import parse_value
 
     name, sep, value_text = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
-        raise Diagnostic(f"--attrib expects NAME=VALUE; got '{text}'")
-    source = SourceFile(f"<attrib {name}>", value_text)
-    return name, evaluate(parse_expression(source), Environment(profile=profile))
+        raise Diagnostic(f"--attrib expects NAME=VALUE; got '{text}'", code="E0901")
+    return name, parse_value(value_text, profile, f"<attrib {name}>")
 
 
 def cmd_expr(args: argparse.Namespace, out: Output) -> int:
     """Evaluate one compile-time expression and print its value."""
-    from . import semantics
-    from .expr import Environment, evaluate
-    from .syntax.parser import parse_expression
+    from .api import evaluate_expression
     from .values import format_literal, to_json
 
-    profile = semantics.PROFILES[args.profile]
-    env = Environment(profile=profile)
-    for text in args.attrib:
-        name, value = parse_attribute(text, profile)
-        env.values[name] = value
-    value = evaluate(parse_expression(SourceFile("<expr>", args.expression)), env)
+    values = dict(parse_attribute(text, args.profile) for text in args.attrib)
+    value = evaluate_expression(args.expression.removeprefix(NOT_AN_OPTION), values,
+                                args.profile)
     out.result(to_json(value) if args.json else format_literal(value))
     return EXIT_OK
 
 
-_INPUT_RE = re.compile(
+# ------------------------------------------------------------------------------- ops, describe
+
+
+def cmd_ops(args: argparse.Namespace, out: Output) -> int:
+    """List the operators of a module (a standard module's name or a file), or of every
+    standard module."""
+    from . import api
+
+    if args.module is None:
+        programs = [api.load_module(m, stdlib=args.stdlib)
+                    for m in api.stdlib_modules(args.stdlib)]
+    elif Path(args.module).exists():
+        programs = [api.load(args.module, stdlib=args.stdlib, search_path=args.path)]
+    else:
+        programs = [api.load_module(args.module, stdlib=args.stdlib)]
+    signatures = [s for program in programs for s in program.operators()]
+    if out.json_mode:
+        out.data({"operators": [s.as_json() for s in signatures]})
+        return EXIT_OK
+    width = max((len(s.kind) for s in signatures), default=0)
+    for s in signatures:
+        out.result(f"{s.kind:<{width}}  {s.one_line()}")
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace, out: Output) -> int:
+    """The full signature of one operator: `module.op`, or an operator of a file (--op)."""
+    from . import api
+
+    if Path(args.target).exists():
+        signature = api.load(args.target, stdlib=args.stdlib,
+                             search_path=args.path).signature(args.op) if args.op else \
+            _only(api.load(args.target, stdlib=args.stdlib, search_path=args.path))
+    else:
+        if args.op:
+            raise UsageError(f"'{args.target}' is no file; name a standard operator as "
+                             f"MODULE.OP without --op")
+        signature = api.signature(args.target, stdlib=args.stdlib)
+    if out.json_mode:
+        out.data(signature.as_json())
+    else:
+        out.result(signature.describe())
+    return EXIT_OK
+
+
+def _only(program: Any) -> Any:
+    definition, module = program.find(None)
+    return program.signature(definition.name)
+
+
+# ------------------------------------------------------------------------------- shapes
+
+
+_TYPE_RE = re.compile(
     r"^\s*(?P<dtype>[A-Za-z_]\w*)\s*\[(?P<shape>[\d\s,]*)\]\s*(?:\.\.\((?P<count>\d+)\))?\s*$")
+RANDOM_TYPES = ("real", "int", "bool")
 
 
-def parse_inputs(texts: list[str]) -> dict:
-    """Input tensors from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
-    tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items must run from 0 without gaps)."""
-    from .instance import TensorInfo
+def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
+    """Input types from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
+    tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items run from 0 without gaps)."""
+    from .api import TensorType
 
-    tensors: dict = {}
-    items: dict[str, dict[int, TensorInfo]] = {}
+    types: dict[str, Any] = {}
+    items: dict[str, dict[int, Any]] = {}
     for text in texts:
         name, sep, spec = text.partition("=")
-        match = _INPUT_RE.match(spec)
+        match = _TYPE_RE.match(spec)
         if not sep or match is None:
-            raise Diagnostic(f"--input expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
-                             f"xs=real[4]..(3); got '{text}'")
+            raise Diagnostic(f"{option} expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
+                             f"xs=real[4]..(3); got '{text}'", code="E0901")
         shape = tuple(int(e) for e in match["shape"].replace(" ", "").split(",") if e)
-        tensor = TensorInfo(match["dtype"], shape)
+        tensor = TensorType(match["dtype"], shape)
         base, dot, index = name.strip().partition(".")
         if dot:
             if not index.isdigit():
-                raise Diagnostic(f"--input {name}: the item index must be a number")
+                raise Diagnostic(f"{option} {name}: the item index must be a number",
+                                 code="E0901")
             items.setdefault(base, {})[int(index)] = tensor
         else:
-            tensors[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+            types[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
     for base, by_index in items.items():
-        if base in tensors or sorted(by_index) != list(range(len(by_index))):
-            raise Diagnostic(f"--input {base}: give a whole pack or items {base}.0, {base}.1, "
-                             f"... without gaps")
-        tensors[base] = tuple(by_index[i] for i in range(len(by_index)))
-    return tensors
+        if base in types or sorted(by_index) != list(range(len(by_index))):
+            raise Diagnostic(f"{option} {base}: give a whole pack or items {base}.0, {base}.1, "
+                             f"... without gaps", code="E0900")
+        types[base] = tuple(by_index[i] for i in range(len(by_index)))
+    return types
 
 
-def select_operator(program: Program, name: str | None):
-    """`--op NAME`, or the first graph, or the only operator."""
-    definitions = program.main.tree.definitions
-    if name is not None:
-        for definition in definitions:
-            if definition.name == name:
-                return definition
-        raise Diagnostic(f"no operator or graph '{name}' in {program.main.path}",
-                         notes=["candidates: " + ", ".join(d.name for d in definitions)])
-    graphs = [d for d in definitions if d.is_graph]
-    if graphs:
-        return graphs[0]
-    if len(definitions) == 1:
-        return definitions[0]
-    raise Diagnostic(f"{program.main.path} defines {len(definitions)} operators; choose one "
-                     f"with --op", notes=["candidates: " + ", ".join(d.name for d in
-                                                                      definitions)])
+def _target(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """What `shapes` and `eval` run: a file's operator, or a standard operator `--op M.OP`."""
+    from . import api
+
+    if args.file is None:
+        if not args.op or "." not in args.op:
+            raise UsageError("give a FILE, or a standard operator as --op MODULE.OP "
+                             "(e.g. --op nn.relu)")
+        return args.op, None
+    return api.load(args.file, stdlib=args.stdlib, search_path=args.path), args.op
 
 
 def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
-    """Instantiate an operator and print its output types and shapes."""
-    import json
+    """Instantiate an operator, check its composition and print its output types and shapes."""
+    from . import api
 
-    from . import semantics
-    from .instance import Invocation, instantiate
-    from .values import to_json_data
-
-    profile = semantics.PROFILES[args.profile]
-    program = Loader(args.path, args.stdlib).load(args.file)
-    definition = select_operator(program, args.op)
-    invocation = Invocation(generics=tuple(args.generic), profile=profile)
-    for text in args.attrib:
-        name, value = parse_attribute(text, profile)
-        invocation.attributes[name] = value
-    invocation.inputs.update(parse_inputs(args.input))
-    if definition.is_graph:
-        for name, info in declared_graph_inputs(definition, invocation).items():
-            invocation.inputs.setdefault(name, info)
-    instance = instantiate(definition, invocation)
+    target, op = _target(args)
+    attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
+    result = api.shapes(target, op=op, attributes=attributes, inputs=parse_types(args.input),
+                        generics=tuple(args.generic), profile=args.profile, stdlib=args.stdlib)
     entries = []
     if args.quant:
         from .quantize import quantization
 
-        entries = quantization(instance, program.main, profile)
-
-    def describe(info) -> object:
-        if isinstance(info, tuple):
-            return [describe(i) for i in info]
-        return info.as_json()
-
-    if args.json:
-        data: dict = {"outputs": {n: describe(i) for n, i in instance.outputs.items()}}
+        program = target if isinstance(target, api.Program) else None
+        main = program.main if program else api.load_module(
+            args.op.rpartition(".")[0], stdlib=args.stdlib).main
+        entries = quantization(result.instance, main, api._profile(args.profile))
+    if not result.checked:
+        out.diagnostic(Diagnostic(f"the composition was checked only up to where {result.stopped}"
+                                  f"; the outputs are the declared ones", severity="note"))
+    if out.json_mode:
+        data: dict = {"outputs": {n: _type_json(i) for n, i in result.outputs.items()}}
         if args.symbols:
-            data["symbols"] = {n: to_json_data(v) for n, v in instance.symbols.items()
+            from .values import to_json_data
+            data["symbols"] = {n: to_json_data(v) for n, v in result.symbols.items()
                                if not n.startswith("<")}
         if args.quant:
             data["quantization"] = [entry.as_json() for entry in entries]
-        out.result(json.dumps(data))
+        if not result.checked:
+            data["checked"] = False
+        out.data(data)
         return EXIT_OK
-    for name, info in instance.outputs.items():
+    for name, info in result.outputs.items():
         infos = info if isinstance(info, tuple) else (info,)
         for index, item in enumerate(infos):
             label = name if not isinstance(info, tuple) else f"{name}[{index}]"
             if item.shape is None:
                 out.result(f"{label}: {item.dtype} (shape derived from the composition)")
                 continue
-            extents = ", ".join("~" if e is None else str(e) for e in item.shape)
-            out.result(f"{label}: {item.dtype}[{extents}]")
+            out.result(f"{label}: {_describe_type(item)}")
     if args.symbols:
         from .values import format_literal
 
-        for name, value in instance.symbols.items():
+        for name, value in result.symbols.items():
             out.result(f"  {name} = {format_literal(value)}")
     if args.quant:
         from .values import format_literal
 
         out.result("quantization:" if entries else "quantization: none")
         for entry in entries:
-            attributes = ", ".join(f"{k} = {format_literal(v)}"
-                                   for k, v in entry.attributes.items())
-            target = "" if entry.info is None else f", {_describe_info(entry.info)}"
-            out.result(f"  {entry.tensor} ({entry.kind}{target}): {entry.operator}"
-                       f"{{{attributes}}}")
+            attributes_text = ", ".join(f"{k} = {format_literal(v)}"
+                                        for k, v in entry.attributes.items())
+            where = "" if entry.info is None else f", {_describe_type(entry.info)}"
+            out.result(f"  {entry.tensor} ({entry.kind}{where}): {entry.operator}"
+                       f"{{{attributes_text}}}")
     return EXIT_OK
 
 
-def _describe_info(info) -> str:
-    """`real[2, 3]`, a pack as `[real[2], real[3]]`."""
+def _type_json(info: Any) -> Any:
+    return [_type_json(i) for i in info] if isinstance(info, tuple) else info.as_json()
+
+
+def _describe_type(info: Any) -> str:
+    """`real[2, 3]`, a pack as `[real[2], real[3]]`, a dynamic extent as `~`."""
     if isinstance(info, tuple):
-        return "[" + ", ".join(_describe_info(i) for i in info) + "]"
+        return "[" + ", ".join(_describe_type(i) for i in info) + "]"
     return f"{info.dtype}[{', '.join('~' if e is None else str(e) for e in info.shape or ())}]"
 
 
-def declared_graph_inputs(definition, invocation) -> dict:
-    """The inputs of a graph whose declared shapes are fixed by literals and attributes (given
-    or constant defaults), e.g. `real[batch, 3, 224, 224]`: `shapes` needs no --input for
-    them."""
-    from .expr import Environment, evaluate
-    from .instance import TensorInfo
-    from .syntax import ast
-
-    values = dict(invocation.attributes)
-    attributes = definition.block("attrib")
-    for decl in attributes.entries if attributes else ():
-        if decl.name not in values and decl.default is not None:
-            try:
-                values[decl.name] = evaluate(decl.default, Environment(dict(values)))
-            except Diagnostic:
-                pass
-    env = Environment(values, profile=invocation.profile)
-    found = {}
-    inputs = definition.block("input")
-    for decl in inputs.entries if inputs else ():
-        spec = decl.type
-        if spec.shape is None or spec.pack is not None or spec.optional or \
-                spec.name not in ("real", "int", "bool"):
-            continue
-        shape: list[int] = []
-        try:
-            for extent in spec.shape:
-                if extent.pack is not None or isinstance(extent.value, ast.Placeholder):
-                    raise Diagnostic("not fixed")
-                size = evaluate(extent.value, env)
-                shape.extend(size if isinstance(size, tuple) else (size,))
-        except Diagnostic:
-            continue
-        if all(isinstance(e, int) and not isinstance(e, bool) for e in shape):
-            found[decl.name] = TensorInfo(spec.name, tuple(shape))
-    return found
+# ------------------------------------------------------------------------------- eval
 
 
-def _canonical(name: str, array):
-    """An input array in refinterp's representation: real → float64, int → int64, bool."""
-    from .arrays import canonical
-
-    try:
-        return canonical(array)
-    except TypeError:
-        raise Diagnostic(f"input '{name}' has dtype {array.dtype}, which is not a real, int or "
-                         f"bool array") from None
-
-
-def load_eval_inputs(args: argparse.Namespace, profile) -> dict:
-    """Input arrays from --inputs IN.npz, --input NAME=PATH.npy|LITERAL and --random."""
+def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str, Any]:
+    """Input arrays from --inputs, --input NAME=PATH.npy|LITERAL and --random (each name from
+    one place only); `fixed()` gives the declared types of inputs with fixed shapes (for
+    `--random NAME` and `--random-inputs`)."""
     import numpy as np
 
-    arrays: dict = {}
+    from . import api, io
+
+    arrays: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+
+    def add(name: str, value: Any, source: str) -> None:
+        if name in origin:
+            raise UsageError(f"input '{name}' is given by {origin[name]} and by {source}")
+        origin[name] = source
+        arrays[name] = value
+
     if args.inputs:
-        try:
-            with np.load(args.inputs) as archive:
-                for key in archive.files:
-                    arrays[key] = _canonical(key, archive[key])
-        except (OSError, ValueError) as exc:
-            raise Diagnostic(f"cannot read inputs '{args.inputs}': {exc}") from None
+        for key, array in io.read_arrays(args.inputs, "--inputs").items():
+            add(key, array, f"--inputs '{args.inputs}'")
     for text in args.input:
         name, sep, value = text.partition("=")
-        if not sep:
-            raise Diagnostic(f"--input expects NAME=PATH.npy or NAME=LITERAL; got '{text}'")
+        if not sep or not name:
+            raise Diagnostic(f"--input expects NAME=PATH.npy or NAME=LITERAL; got '{text}'",
+                             code="E0901")
         if value.endswith(".npy"):
-            try:
-                arrays[name] = _canonical(name, np.load(value))
-            except (OSError, ValueError) as exc:
-                raise Diagnostic(f"cannot read '{value}': {exc}") from None
+            add(name, io.read_array(value, f"--input {name}"), f"--input {name}")
         else:
-            _, literal = parse_attribute(f"{name}={value}", profile)
-            arrays[name] = _canonical(name, np.array(literal))
-    rng = np.random.default_rng(args.seed)
+            add(name, np.asarray(api.parse_value(value, args.profile, f"<input {name}>")),
+                f"--input {name}")
+    wanted: dict[str, Any] = {}
+    declared = None
     for text in args.random:
-        for name, tensor in parse_inputs([text]).items():
-            for key, info in (((f"{name}.{i}", t) for i, t in enumerate(tensor))
-                              if isinstance(tensor, tuple) else ((name, tensor),)):
-                if info.dtype == "real":
-                    arrays[key] = rng.standard_normal(info.shape)
-                elif info.dtype == "int":
-                    arrays[key] = rng.integers(0, 10, info.shape, dtype=np.int64)
-                elif info.dtype == "bool":
-                    arrays[key] = rng.random(info.shape) < 0.5
-                else:
-                    raise Diagnostic(f"--random {name}: no random {info.dtype} values")
-    return _group_packs(arrays)
-
-
-def _group_packs(arrays: dict) -> dict:
-    """Keys `xs.0`, `xs.1`, ... become the pack `xs` (a list of arrays)."""
-    grouped: dict = {}
-    items: dict[str, dict[int, object]] = {}
-    for key, array in arrays.items():
-        base, dot, index = key.rpartition(".")
-        if dot and index.isdigit():
-            items.setdefault(base, {})[int(index)] = array
-        else:
-            grouped[key] = array
-    for base, by_index in items.items():
-        if sorted(by_index) != list(range(len(by_index))) or base in grouped:
-            raise Diagnostic(f"input pack '{base}' needs items {base}.0, {base}.1, ... "
-                             f"without gaps")
-        grouped[base] = [by_index[i] for i in range(len(by_index))]
-    return grouped
+        if "=" in text:
+            wanted.update(parse_types([text], "--random"))
+            continue
+        declared = fixed() if declared is None else declared
+        if text not in declared:
+            raise Diagnostic(f"--random {text}: the input has no fixed declared shape; write "
+                             f"--random {text}=TYPE[EXTENTS]", code="E0901",
+                             notes=["inputs with fixed shapes: " + (", ".join(declared)
+                                                                     or "none")])
+        wanted[text] = declared[text]
+    if args.random_inputs:
+        declared = fixed() if declared is None else declared
+        given = set(arrays) | {k.partition(".")[0] for k in arrays}
+        for name, info in declared.items():
+            if name not in given and name not in wanted:
+                wanted[name] = info
+    for name, info in wanted.items():
+        if getattr(info, "dtype", None) not in RANDOM_TYPES and not isinstance(info, tuple):
+            raise Diagnostic(f"--random {name}: no random values of type '{info.dtype}'",
+                             notes=["the types are real, int and bool"], code="E0901")
+    for name, value in api.random_inputs(wanted, args.seed).items():
+        for key, item in io.flatten_packs({name: value}).items():
+            add(key, item, f"--random {name}")
+    return io.group_packs(arrays)
 
 
 def cmd_eval(args: argparse.Namespace, out: Output) -> int:
-    """Evaluate an operator or graph on input arrays (@lower by the chosen engine, @compose by
-    running its invocations)."""
-    import numpy as np
+    """Run an operator or graph on input arrays; print a summary of its outputs and write the
+    outputs, the inputs used and the parameters used where asked."""
+    from . import api, io
 
-    from . import semantics
-    from .compose import Executor, kind_of, tensor_info
-    from .instance import Invocation
-    from .lower.engines import make_engine
-    from .params import ParameterStore, load_params
-
-    profile = semantics.PROFILES[args.profile]
-    program = Loader(args.path, args.stdlib).load(args.file)
-    definition = select_operator(program, args.op)
-    params = ParameterStore(
-        graph=f"{program.main.name}.{definition.name}",
-        arrays=load_params(args.params) if args.params else {},
-        folder=program.main.path.parent, random=args.random_params, seed=args.seed)
-    arrays = load_eval_inputs(args, profile)
-    invocation = Invocation(generics=tuple(args.generic), profile=profile)
-    for text in args.attrib:
-        name, value = parse_attribute(text, profile)
-        invocation.attributes[name] = value
-
-    invocation.inputs = {name: tensor_info(array) for name, array in arrays.items()}
+    for path, what, folder_ok in ((args.output, "-o", False),
+                                  (args.save_inputs, "--save-inputs", False),
+                                  (args.write_params, "--write-params", True)):
+        if path:
+            io.check_writable(path, what, folder_ok=folder_ok)
     if args.max_iterations < 1 or args.max_depth < 1:
-        raise Diagnostic("--max-iterations and --max-depth must be at least 1")
-    engine = make_engine(args.engine, parse_size(args.max_memory),
-                         log=_engine_log(out) if args.verbose else None)
-    executor = Executor(program, profile, max_depth=args.max_depth,
-                        max_iterations=args.max_iterations, params=params, engine=engine)
-    outputs = executor.run(definition, program.main, invocation, arrays)
-    for name in params.unused():
-        out.diagnostic(Diagnostic(f"--params entry '{name}' is not a variable of "
-                                  f"'{definition.name}'", severity="warning"))
-    if args.write_params:
-        params.write(args.write_params)
-    flat: dict[str, object] = {}
-    for name, value in outputs.items():
-        if isinstance(value, list):
-            flat.update({f"{name}.{i}": a for i, a in enumerate(value)})
-        else:
-            flat[name] = value
-    out.table(["output", "dtype", "shape", "min", "max", "mean"],
-              [[name, kind_of(a), str(list(a.shape)), *_stats(a)] for name, a in
-               flat.items()])
+        raise Diagnostic("--max-iterations and --max-depth must be at least 1", code="E0901")
+    max_memory = parse_size(args.max_memory)
+    target, op = _target(args)
+    attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
+
+    def fixed() -> dict:
+        return api.fixed_inputs(target, op=op, attributes=attributes, profile=args.profile,
+                                stdlib=args.stdlib)
+
+    inputs = load_inputs(args, fixed)
+    params = io.read_params(args.params) if args.params else None
+    run = api.evaluate(target, op=op, inputs=inputs, attributes=attributes, params=params,
+                       random_params=args.random_params, seed=args.seed,
+                       generics=tuple(args.generic), profile=args.profile, engine=args.engine,
+                       max_memory=max_memory, max_iterations=args.max_iterations,
+                       max_depth=args.max_depth, stdlib=args.stdlib,
+                       log=_engine_log(out) if args.verbose else None,
+                       progress=_progress if _show_progress(args) else None)
+    outputs = io.flatten_packs(run.outputs)
     if args.output:
-        np.savez(args.output, **flat)
+        io.write_arrays(args.output, outputs, "-o")
+    if args.save_inputs:
+        io.write_arrays(args.save_inputs, io.flatten_packs(run.inputs), "--save-inputs")
+    if args.write_params:
+        io.write_params(args.write_params, run.params, "--write-params")
+    if out.json_mode:
+        out.data({"operator": run.operator, "profile": run.profile, "engine": run.engine,
+                  "outputs": {name: _summary(a) for name, a in outputs.items()}})
+        return EXIT_OK
+    out.table(["output", "dtype", "shape", "min", "max", "mean"],
+              [[name, s["dtype"], str(s["shape"]), *(_number(s[k]) for k in
+                                                     ("min", "max", "mean"))]
+               for name, s in ((n, _summary(a)) for n, a in outputs.items())])
     return EXIT_OK
+
+
+def _summary(array: Any) -> dict[str, Any]:
+    """dtype, shape, min, max and mean of an output (None for an empty one)."""
+    from .arrays import kind_of
+
+    data: dict[str, Any] = {"dtype": kind_of(array), "shape": list(array.shape)}
+    values = array.astype(float) if array.size else None
+    for key, function in (("min", "min"), ("max", "max"), ("mean", "mean")):
+        data[key] = None if values is None else float(getattr(values, function)())
+    return data
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
 
 
 def parse_size(text: str) -> int:
@@ -430,28 +491,43 @@ def parse_size(text: str) -> int:
         number, unit = number[:-1], units[number[-1]]
     try:
         size = int(float(number) * unit)
-    except ValueError:
-        raise Diagnostic(f"--max-memory expects a size such as 2G or 512M; got '{text}'") \
-            from None
+    except (ValueError, OverflowError):
+        raise Diagnostic(f"--max-memory expects a size such as 2G or 512M; got '{text}'",
+                         code="E0901") from None
     if size < 1:
-        raise Diagnostic(f"--max-memory must be positive; got '{text}'")
+        raise Diagnostic(f"--max-memory must be positive; got '{text}'", code="E0901")
     return size
 
 
-def _engine_log(out: Output):
+def _engine_log(out: Output) -> Callable[[Any, str], None]:
     """--verbose: one note per operator run by @lower, naming the engine that ran it."""
-    def log(instance, engine: str) -> None:
+    def log(instance: Any, engine: str) -> None:
         definition = instance.definition
         out.diagnostic(Diagnostic(f"engine: {definition.name} ({definition.span}): {engine}",
                                   severity="note"))
     return log
 
 
-def _stats(array) -> list[str]:
-    if array.size == 0:
-        return ["-", "-", "-"]
-    values = array.astype(float)
-    return [f"{values.min():.6g}", f"{values.max():.6g}", f"{values.mean():.6g}"]
+def _show_progress(args: argparse.Namespace) -> bool:
+    return args.progress if args.progress is not None else sys.stderr.isatty()
+
+
+def _progress(running: list[str], seconds: float) -> None:
+    """A line on stderr while a long run lasts: which operators are running, for how long."""
+    sys.stderr.write(f"refinterp: still running {' > '.join(running)} ({seconds:.0f} s)\n")
+    sys.stderr.flush()
+
+
+# ------------------------------------------------------------------------------- parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("refinterp")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -460,74 +536,121 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"refinterp {_version()}",
+                        help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--stdlib", metavar="DIR",
+    common.add_argument("--json", action="store_true",
+                        help="print the result, warnings and any error as one JSON object on "
+                             "stdout")
+    stdlib = argparse.ArgumentParser(add_help=False)
+    stdlib.add_argument("--stdlib", metavar="DIR",
                         help="a folder of standard modules replacing the bundled ones "
                              "(e.g. the Khronos stdlib)")
+    search = argparse.ArgumentParser(add_help=False)
+    search.add_argument("--path", action="append", default=[], metavar="DIR",
+                        help="an extra folder to search for imported modules")
+    profile = argparse.ArgumentParser(add_help=False)
+    profile.add_argument("--profile", choices=["spec", "khronos"], default="spec",
+                         help="numeric rules where the spec and Khronos differ "
+                              "(docs/semantics.md); default: spec")
+    invocation = argparse.ArgumentParser(add_help=False)
+    invocation.add_argument("file", metavar="FILE|DIR", nargs="?",
+                            help="a .sknd file or a model folder (main.sknd); omit it to run "
+                                 "a standard operator named by --op MODULE.OP")
+    invocation.add_argument("--op", metavar="NAME",
+                            help="the operator or graph (default: the first graph, else the "
+                                 "only operator); MODULE.OP for an imported or standard one")
+    invocation.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
+                            help="an attribute value, a SkriptND literal: 3, [1, 2], true, "
+                                 "'text' (quote strings)")
+    invocation.add_argument("--generic", action="append", default=[], metavar="TYPE",
+                            help="explicit generic type arguments in @dtype order, as op<TYPE>")
 
     parse_cmd = commands.add_parser(
-        "parse", parents=[common], help="parse files (and their imports) and summarise them")
+        "parse", parents=[common, stdlib, search],
+        help="parse files (and their imports) and summarise them")
     parse_cmd.add_argument("files", nargs="+", metavar="FILE",
                            help="a .sknd file or a model folder with main.sknd")
-    parse_cmd.add_argument("--path", action="append", default=[], metavar="DIR",
-                           help="an extra folder to search for imported modules")
     parse_cmd.set_defaults(run=cmd_parse)
 
-    fmt_cmd = commands.add_parser("fmt", parents=[common], help="print a file in canonical form")
-    fmt_cmd.add_argument("file", metavar="FILE")
-    fmt_cmd.add_argument("-i", "--in-place", action="store_true",
-                         help="rewrite the file instead of printing it")
+    fmt_cmd = commands.add_parser("fmt", parents=[common],
+                                  help="print files in canonical form (or rewrite or check them)")
+    fmt_cmd.add_argument("files", nargs="+", metavar="FILE",
+                         help="a .sknd file or a model folder with main.sknd")
+    mode = fmt_cmd.add_mutually_exclusive_group()
+    mode.add_argument("-i", "--in-place", action="store_true",
+                      help="rewrite the files instead of printing them")
+    mode.add_argument("--check", action="store_true",
+                      help="print nothing; exit 1 and name each file that is not in canonical "
+                           "form")
     fmt_cmd.set_defaults(run=cmd_fmt)
 
-    expr_cmd = commands.add_parser("expr", parents=[common], help="evaluate a compile-time expression")
+    expr_cmd = commands.add_parser("expr", parents=[common, profile],
+                                   help="evaluate a compile-time expression")
     expr_cmd.add_argument("expression", metavar="EXPR",
-                          help="the expression (write `--` before one that starts with '-')")
+                          help="the expression (one starting with '-', such as -inf, needs "
+                               "no '--')")
     expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
                           help="a symbol and its value, a SkriptND literal expression")
-    expr_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec",
-                          help="numeric rules (docs/semantics.md); default: spec")
-    expr_cmd.add_argument("--json", action="store_true", help="print the value as JSON")
     expr_cmd.set_defaults(run=cmd_expr)
 
+    ops_cmd = commands.add_parser("ops", parents=[common, stdlib, search],
+                                  help="list operators with their kind and signature")
+    ops_cmd.add_argument("module", metavar="MODULE|FILE", nargs="?",
+                         help="a standard module (nn, math, ...) or a file; default: every "
+                              "standard module")
+    ops_cmd.set_defaults(run=cmd_ops)
+
+    describe_cmd = commands.add_parser("describe", parents=[common, stdlib, search],
+                                       help="print an operator's full signature")
+    describe_cmd.add_argument("target", metavar="MODULE.OP|FILE",
+                              help="a standard operator such as nn.conv, or a file (with --op)")
+    describe_cmd.add_argument("--op", metavar="NAME", help="the operator of FILE to describe")
+    describe_cmd.set_defaults(run=cmd_describe)
+
     shapes_cmd = commands.add_parser(
-        "shapes", parents=[common], help="instantiate an operator: check it and print its output shapes")
-    shapes_cmd.add_argument("file", metavar="FILE")
-    shapes_cmd.add_argument("--op", metavar="NAME", help="the operator or graph to instantiate")
-    shapes_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
-    shapes_cmd.add_argument("--input", action="append", default=[], metavar="NAME=TYPE[EXTENTS]",
-                            help="e.g. x=real[2,3], xs=real[4]..(3), xs.0=real[4]")
-    shapes_cmd.add_argument("--generic", action="append", default=[], metavar="TYPE",
-                            help="explicit generic type arguments in @dtype order, as op<TYPE>")
-    shapes_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
-    shapes_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
-    shapes_cmd.add_argument("--json", action="store_true")
+        "shapes", parents=[common, stdlib, search, profile, invocation],
+        help="instantiate an operator, check its composition, print its output shapes")
+    shapes_cmd.add_argument("--input", action="append", default=[],
+                            metavar="NAME=TYPE[EXTENTS]",
+                            help="an input type: x=real[2,3], xs=real[4]..(3) or xs.0=real[4] "
+                                 "(not needed where the declared shape is fixed)")
     shapes_cmd.add_argument("--symbols", action="store_true", help="also print bound symbols")
     shapes_cmd.add_argument("--quant", action="store_true",
                             help="also list the @quantize entries and the tensors they attach to")
     shapes_cmd.set_defaults(run=cmd_shapes)
 
-    eval_cmd = commands.add_parser("eval", parents=[common], help="evaluate an operator on input arrays")
-    eval_cmd.add_argument("file", metavar="FILE|DIR")
-    eval_cmd.add_argument("--op", metavar="NAME")
-    eval_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE")
+    eval_cmd = commands.add_parser(
+        "eval", parents=[common, stdlib, search, profile, invocation],
+        help="evaluate an operator or graph on input arrays")
     eval_cmd.add_argument("--inputs", metavar="IN.npz",
                           help="input arrays by name (a pack xs as xs.0, xs.1, ...)")
-    eval_cmd.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy|LITERAL")
-    eval_cmd.add_argument("--random", action="append", default=[], metavar="NAME=TYPE[EXTENTS]",
-                          help="a random input, e.g. x=real[2,3] or xs=real[4]..(3)")
-    eval_cmd.add_argument("--seed", type=int, default=0)
-    eval_cmd.add_argument("--generic", action="append", default=[], metavar="TYPE")
-    eval_cmd.add_argument("-o", "--output", metavar="OUT.npz")
-    eval_cmd.add_argument("--path", action="append", default=[], metavar="DIR")
-    eval_cmd.add_argument("--profile", choices=["spec", "khronos"], default="spec")
+    eval_cmd.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy|LITERAL",
+                          help="one input: an .npy file or a SkriptND literal such as [1.0, 2.0]")
+    eval_cmd.add_argument("--random", action="append", default=[],
+                          metavar="NAME[=TYPE[EXTENTS]]",
+                          help="a random input: x=real[2,3], xs=real[4]..(3), or just x for an "
+                               "input whose declared shape is fixed")
+    eval_cmd.add_argument("--random-inputs", action="store_true",
+                          help="random values for every input not given whose declared shape "
+                               "is fixed")
+    eval_cmd.add_argument("--seed", type=int, default=0,
+                          help="the seed of --random, --random-inputs and --random-params "
+                               "(default 0)")
+    eval_cmd.add_argument("-o", "--output", metavar="OUT.npz",
+                          help="write the outputs (packs as ys.0, ys.1, ...)")
+    eval_cmd.add_argument("--save-inputs", metavar="FILE.npz",
+                          help="write the inputs used, random ones included (for --inputs)")
     eval_cmd.add_argument("--params", metavar="PARAMS.npz|DIR",
                           help="variable values by scoped name (main.G.conv1.filter) or by name "
-                               "relative to the graph (conv1.filter); or a folder of .dat files")
+                               "relative to the graph (conv1.filter); or a folder of .dat files; "
+                               "an entry that is no variable is an error")
     eval_cmd.add_argument("--random-params", action="store_true",
                           help="random values for variables found nowhere else (see --seed)")
     eval_cmd.add_argument("--write-params", metavar="DIR|FILE.npz",
-                          help="save the variables @update assigned (.dat files or an .npz)")
+                          help="write every variable used, after @update (.dat files or an "
+                               ".npz; for --params)")
     eval_cmd.add_argument("--max-iterations", type=int, default=1_000_000, metavar="N",
                           help="the most iterations a loop may run (default 1000000)")
     eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",
@@ -542,8 +665,37 @@ def build_parser() -> argparse.ArgumentParser:
                                "once (default 2G); larger iteration spaces run in chunks")
     eval_cmd.add_argument("--verbose", action="store_true",
                           help="print which engine ran each operator")
+    eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                          help="every 5 s of a long run, name the operators running (default: "
+                               "when stderr is a terminal)")
     eval_cmd.set_defaults(run=cmd_eval)
     return parser
+
+
+NOT_AN_OPTION = "\x00"  # argv strings cannot hold NUL: a safe mark for "this is no option"
+
+
+def _expression_first(argv: list[str]) -> list[str]:
+    """`refinterp expr -inf`: an expression that starts with '-' is not an option. The first
+    argument of `expr` that starts with '-' and is no option of expr is marked (and the mark
+    removed again by cmd_expr), so options may still follow it."""
+    if "expr" not in argv or "--" in argv:
+        return argv
+    takes_value = {"--attrib", "--profile"}
+    flags = {"--json", "-h", "--help"}
+    index = argv.index("expr") + 1
+    while index < len(argv):
+        token = argv[index]
+        if token in takes_value:
+            index += 2
+            continue
+        if token in flags or any(token.startswith(f"{o}=") for o in takes_value):
+            index += 1
+            continue
+        if token.startswith("-") and len(token) > 1:
+            return argv[:index] + [NOT_AN_OPTION + token] + argv[index + 1:]
+        return argv  # the expression does not start with '-'
+    return argv
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -551,14 +703,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
     parser = build_parser()
-    args = parser.parse_args(argv)
-    out = Output()
+    args = parser.parse_args(_expression_first(list(sys.argv[1:] if argv is None else argv)))
+    out = Output(json_mode=getattr(args, "json", False))
     run: Callable[[argparse.Namespace, Output], int] = args.run
     try:
         return run(args, out)
     except Diagnostic as diag:
-        out.diagnostic(diag)
+        out.error(diag)
         return EXIT_DIAGNOSTIC
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"refinterp: error: {exc}\n")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `refinterp parse ... | head`: the reader went away

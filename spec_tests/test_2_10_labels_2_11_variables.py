@@ -133,17 +133,24 @@ graph G {
     assert "have no scoped name" in capsys.readouterr().err
 
 
-def test_random_params_are_reproducible_and_unused_params_warn(tmp_path: Path,
-                                                                capsys) -> None:
+def test_random_params_are_reproducible_and_unknown_params_are_errors(tmp_path: Path,
+                                                                      capsys) -> None:
     folder = model(tmp_path, SINGLE)
     args = ["eval", str(folder), "--input", "x=[1.0, 2.0, 3.0]", "--random-params"]
     first, second = run(args, tmp_path)["y"], run(args, tmp_path)["y"]
     assert np.array_equal(first, second) and np.all(np.isfinite(first))
-    np.savez(tmp_path / "p.npz", **{"w": np.ones(3), "y.typo": np.ones(3)})
+    np.savez(tmp_path / "p.npz", **{"w": np.ones(3)})
     out = run(["eval", str(folder), "--input", "x=[1.0, 2.0, 3.0]",
                "--params", str(tmp_path / "p.npz")], tmp_path)
     assert np.array_equal(out["y"], [1.0, 2.0, 3.0])
-    assert "warning: --params entry 'y.typo' is not a variable" in capsys.readouterr().err
+    # an entry that names no variable is an error, found before the run (docs/api.md)
+    np.savez(tmp_path / "p.npz", **{"w": np.ones(3), "y.typo": np.ones(3)})
+    capsys.readouterr()
+    assert main(["eval", str(folder), "--input", "x=[1.0, 2.0, 3.0]",
+                 "--params", str(tmp_path / "p.npz")]) == 1
+    captured = capsys.readouterr()
+    assert "params entry 'y.typo' is not a variable of the run [E0702]" in captured.err
+    assert "variables: main.G.w" in captured.err and captured.out == ""
 
 
 UPDATE = """
@@ -272,10 +279,10 @@ public operator stage {
   @compose { t = mul(x, w); y = add(t, x); }
 }
 graph G {
-  @input { x: real[2, 4]; }
+  @input { x: real[2, 4]; v: real[4]; }
   @output { z: real[4]; }
   @compose {
-    a = s1: scaled([1.0, 2.0, 3.0, 4.0]);
+    a = s1: scaled(v);
     b = stage(a);
     z = add(a, b);
   }
