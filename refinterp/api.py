@@ -138,20 +138,36 @@ class Program:
                                   notes=notes + ["candidates: " + (", ".join(names) or "none")])
 
 
-_CACHE: dict[tuple, Program] = {}
+_CACHE: dict[tuple, tuple[Program, tuple]] = {}
+
+
+def _stamps(program: _LoadedProgram) -> tuple:
+    """(path, modification time, size) of every file of a program: a cached program is reused
+    only while none of its files changed."""
+    stamps = []
+    for module in program.modules:
+        try:
+            stat = module.path.stat()
+            stamps.append((str(module.path), stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            stamps.append((str(module.path), None, None))
+    return tuple(stamps)
 
 
 def load(path: str | Path, *, stdlib: str | Path | None = None,
          search_path: tuple[str | Path, ...] | list[str | Path] = ()) -> Program:
     """Load a `.sknd` file or a model folder (its `main.sknd`) with all its imports. `stdlib`
-    replaces the bundled standard library; `search_path` adds folders for imports. Loaded
-    programs are cached by (resolved path, stdlib, search path); edit-and-reload sees the
-    change only in a new process, or with `load_source`."""
+    replaces the bundled standard library; `search_path` adds folders for imports. A loaded
+    program is cached and reused while none of its files has changed (modification time and
+    size)."""
     key = (str(Path(path).resolve()), None if stdlib is None else str(Path(stdlib).resolve()),
            tuple(str(p) for p in search_path))
-    if key not in _CACHE:
-        _CACHE[key] = Program(Loader(list(search_path), stdlib).load(path))
-    return _CACHE[key]
+    cached = _CACHE.get(key)
+    if cached is not None and _stamps(cached[0].loaded) == cached[1]:
+        return cached[0]
+    program = Program(Loader(list(search_path), stdlib).load(path))
+    _CACHE[key] = (program, _stamps(program.loaded))
+    return program
 
 
 def load_source(text: str, *, path: str | Path = "<source>.sknd",

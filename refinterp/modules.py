@@ -59,7 +59,13 @@ def resolve_main(path: str | Path) -> Path:
         raise ModuleDiagnostic(
             f"model folder '{path}' has no main.sknd (or main.nnef)", code="E0200")
     if not path.is_file():
-        raise ModuleDiagnostic(f"no such file or folder: '{path}'")
+        notes = []
+        module = Path(*str(path).split("."))
+        if not path.suffix and any((STDLIB_DIR / module).with_suffix(e).is_file()
+                                   for e in EXTENSIONS):
+            notes.append(f"'{path}' is a standard module: run one of its operators with "
+                         f"--op {path}.OP and no file (`refinterp ops {path}` lists them)")
+        raise ModuleDiagnostic(f"no such file or folder: '{path}'", notes=notes)
     return path
 
 
