@@ -248,6 +248,18 @@ def parse_value(text: str, profile: str = "spec", name: str = "<value>") -> Valu
         raise
 
 
+def format_file(path: str | Path) -> tuple[str, str, list[Diagnostic]]:
+    """The canonical form of a file (`refinterp fmt`): (canonical text, original text, parser
+    warnings). Formatting needs no imports."""
+    from .modules import read_source, resolve_main
+    from .syntax.parser import parse_module
+    from .syntax.printer import format_module
+
+    source = read_source(resolve_main(path))
+    result = parse_module(source)
+    return format_module(result.module), source.text, list(result.warnings)
+
+
 # ------------------------------------------------------------------------------- invocations
 
 
@@ -262,6 +274,17 @@ def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Value]:
             return value.item()
         return value
     return {name: convert(value) for name, value in (attributes or {}).items()}
+
+
+def summary(array: np.ndarray) -> dict[str, Any]:
+    """The type, shape, min, max and mean of an array (None for an empty one): what
+    `refinterp eval` prints of each output."""
+    from .arrays import kind_of
+
+    values = np.asarray(array).astype(float) if np.size(array) else None
+    return {"dtype": kind_of(array), "shape": list(np.shape(array)),
+            **{k: None if values is None else float(getattr(values, k)())
+               for k in ("min", "max", "mean")}}
 
 
 def _profile(name: str) -> semantics.Profile:
@@ -307,19 +330,21 @@ class Shapes:
     checked: bool = True
     stopped: str | None = None
     variables: dict[str, TensorInfo] = field(default_factory=dict)
-    instance: Any = None  # the OperatorInstance (for tools such as `shapes --quant`)
+    quantization: list[Any] = field(default_factory=list)  # with quant=True: QuantEntry list
 
 
 def shapes(target: Program | str | Path, *, op: str | None = None,
            attributes: Mapping[str, Any] | None = None,
            inputs: Mapping[str, Any] | None = None, generics: tuple[str, ...] = (),
            profile: str = "spec", stdlib: str | Path | None = None,
-           max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH) -> Shapes:
+           max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
+           quant: bool = False) -> Shapes:
     """Instantiate an operator or graph and check its @compose block without computing values:
     every invocation is instantiated (through compile-time branches and loops), so an unknown
     operator or attribute, a missing argument, a failed assertion or a wrong declared output
     shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
-    shape is fixed needs none."""
+    shape is fixed needs none. With `quant`, the @quantize entries are resolved and checked
+    (`Shapes.quantization`: refinterp.quantize.QuantEntry items)."""
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     values = _attributes(attributes)
@@ -328,7 +353,10 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
         given.setdefault(name, info)
     invocation = Invocation(values, given, tuple(generics), active)
     instance = instantiate(definition, invocation)
-    result = Shapes(dict(instance.outputs), dict(instance.symbols), instance=instance)
+    result = Shapes(dict(instance.outputs), dict(instance.symbols))
+    if quant:
+        from .quantize import quantization
+        result.quantization = quantization(instance, module, active)
     if definition.block("compose") is None:
         return result
     executor = Executor(program.loaded, active, max_depth=max_depth,

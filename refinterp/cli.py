@@ -128,40 +128,39 @@ def _listing(kind: str, names: list[str]) -> str:
 
 def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
     """Print the canonical form of files, rewrite them (-i), or check them (--check)."""
-    from .modules import read_source, resolve_main
-    from .syntax.parser import parse_module
-    from .syntax.printer import format_module
+    from .api import format_file
 
-    status = EXIT_OK
     changed: list[str] = []
     for name in args.files:
-        path = resolve_main(name)
-        source = read_source(path)
-        result = parse_module(source)
-        for warning in result.warnings:
+        text, original, warnings = format_file(name)
+        for warning in warnings:
             out.diagnostic(warning)
-        text = format_module(result.module)
         if args.check:
-            if text != source.text:
-                changed.append(str(path))
+            if text != original:
+                changed.append(name)
                 if not out.json_mode:
-                    sys.stderr.write(f"would reformat {path}\n")
+                    sys.stderr.write(f"would reformat {name}\n")
         elif args.in_place:
-            if text != source.text:
-                try:
-                    Path(path).write_text(text, encoding="utf-8")
-                except OSError as exc:
-                    raise Diagnostic(f"cannot write '{path}': {exc.strerror or exc}",
-                                     code="E0801") from None
-                changed.append(str(path))
+            if text != original:
+                _rewrite(name, text)
+                changed.append(name)
         elif not out.json_mode:
             out.result(text.rstrip("\n"))
-    if args.check and changed:
-        status = EXIT_DIAGNOSTIC
     if out.json_mode:
-        out.data({"files": [str(resolve_main(f)) for f in args.files],
+        out.data({"files": list(args.files),
                   "reformatted" if args.in_place else "not_canonical": changed})
-    return status
+    return EXIT_DIAGNOSTIC if args.check and changed else EXIT_OK
+
+
+def _rewrite(name: str, text: str) -> None:
+    """fmt -i: a model folder stands for its main.sknd."""
+    path = Path(name)
+    if path.is_dir():
+        path = next(p for p in (path / "main.sknd", path / "main.nnef") if p.is_file())
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise Diagnostic(f"cannot write '{path}': {exc.strerror or exc}", code="E0801") from None
 
 
 # ------------------------------------------------------------------------------- expr
@@ -298,15 +297,9 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     target, op = _target(args)
     attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
     result = api.shapes(target, op=op, attributes=attributes, inputs=parse_types(args.input),
-                        generics=tuple(args.generic), profile=args.profile, stdlib=args.stdlib)
-    entries = []
-    if args.quant:
-        from .quantize import quantization
-
-        program = target if isinstance(target, api.Program) else None
-        main = program.main if program else api.load_module(
-            args.op.rpartition(".")[0], stdlib=args.stdlib).main
-        entries = quantization(result.instance, main, api._profile(args.profile))
+                        generics=tuple(args.generic), profile=args.profile, stdlib=args.stdlib,
+                        quant=args.quant)
+    entries = result.quantization
     if not result.checked:
         out.diagnostic(Diagnostic(f"the composition was checked only up to where {result.stopped}"
                                   f"; the outputs are the declared ones", severity="note"))
@@ -459,24 +452,13 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         io.write_params(args.write_params, run.params, "--write-params")
     if out.json_mode:
         out.data({"operator": run.operator, "profile": run.profile, "engine": run.engine,
-                  "outputs": {name: _summary(a) for name, a in outputs.items()}})
+                  "outputs": {name: api.summary(a) for name, a in outputs.items()}})
         return EXIT_OK
     out.table(["output", "dtype", "shape", "min", "max", "mean"],
               [[name, s["dtype"], str(s["shape"]), *(_number(s[k]) for k in
                                                      ("min", "max", "mean"))]
-               for name, s in ((n, _summary(a)) for n, a in outputs.items())])
+               for name, s in ((n, api.summary(a)) for n, a in outputs.items())])
     return EXIT_OK
-
-
-def _summary(array: Any) -> dict[str, Any]:
-    """dtype, shape, min, max and mean of an output (None for an empty one)."""
-    from .arrays import kind_of
-
-    data: dict[str, Any] = {"dtype": kind_of(array), "shape": list(array.shape)}
-    values = array.astype(float) if array.size else None
-    for key, function in (("min", "min"), ("max", "max"), ("mean", "mean")):
-        data[key] = None if values is None else float(getattr(values, function)())
-    return data
 
 
 def _number(value: float | None) -> str:

@@ -324,3 +324,22 @@ graph G {
 """
     status, _, err = run(capsys, "eval", write(tmp_path, text), "--input", "x=[1.0, 2.0]")
     assert status == 1 and "negative" in err and "[E0607]" in err
+
+
+# ------------------------------------------------------------------ the CLI holds no semantics
+
+
+def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
+    """cli.py is argument parsing, file I/O through refinterp.io and rendering: every
+    refinterp module it imports is one of these four (docs/architecture.md)."""
+    import ast as python_ast
+
+    source = (Path(__file__).resolve().parent.parent / "refinterp" / "cli.py").read_text()
+    imported = set()
+    for node in python_ast.walk(python_ast.parse(source)):
+        if isinstance(node, python_ast.ImportFrom) and node.level == 1:
+            if node.module:
+                imported.add(node.module.split(".")[0])
+            else:
+                imported.update(alias.name for alias in node.names)
+    assert imported <= {"api", "io", "diagnostics", "values"}, imported
