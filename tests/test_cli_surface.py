@@ -343,3 +343,26 @@ def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
             else:
                 imported.update(alias.name for alias in node.names)
     assert imported <= {"api", "io", "diagnostics", "values"}, imported
+
+
+# ------------------------------------------------------------------ progress of a long run
+
+
+def test_a_long_run_reports_which_operators_are_running() -> None:
+    from refinterp import api
+
+    seen: list[tuple[list[str], float]] = []
+    a = np.arange(20 * 24, dtype=float).reshape(20, 24) / 100
+    b = np.ones((24, 16))
+    run = api.evaluate("linalg.matmul", inputs={"A": a, "B": b}, engine="scalar",
+                       progress=lambda running, seconds: seen.append((running, seconds)),
+                       progress_interval=0.01)
+    assert np.allclose(run.outputs["Z"], a @ b)
+    assert seen and seen[0][0][0] == "matmul" and all(s > 0 for _, s in seen)
+
+
+def test_progress_lines_go_to_stderr(capsys) -> None:
+    from refinterp.cli import _progress
+
+    _progress(["G", "nn.conv"], 12.3)
+    assert capsys.readouterr().err == "refinterp: still running G > nn.conv (12 s)\n"
