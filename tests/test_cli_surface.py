@@ -366,3 +366,27 @@ def test_progress_lines_go_to_stderr(capsys) -> None:
 
     _progress(["G", "nn.conv"], 12.3)
     assert capsys.readouterr().err == "refinterp: still running G > nn.conv (12 s)\n"
+
+
+# ------------------------------------------------------------------ --json on every command
+
+
+@pytest.mark.parametrize("args", [
+    ["parse", "{bad}"], ["fmt", "{bad}"], ["expr", "1 +"], ["ops", "nosuchmodule"],
+    ["describe", "nn.nope"], ["shapes", "{bad}"], ["eval", "{bad}"]])
+def test_json_errors_on_every_command(tmp_path, capsys, args) -> None:
+    bad = write(tmp_path, "operator a { @input { x: real[n] } }", "bad.sknd")
+    status, out, err = run(capsys, *[a.replace("{bad}", bad) for a in args], "--json")
+    data = json.loads(out)
+    error = data["error"] if "error" in data else data["files"][0]["error"]
+    assert status == 1 and err == "" and error["code"].startswith("E")
+    assert set(error) == {"code", "severity", "message", "location", "related", "notes", "stack"}
+
+
+def test_json_results_carry_warnings(tmp_path, capsys) -> None:
+    path = write(tmp_path, "operator a { @input { x: real[n]; } @output { y: real[n]; } "
+                           "@lower { y[i] = x[i], i < n; } }")
+    status, out, err = run(capsys, "eval", path, "--input", "x=[1.0]", "--verbose", "--json")
+    data = json.loads(out)
+    assert status == 0 and err == "" and data["warnings"][0]["code"] == "N0001"
+    assert data["warnings"][0]["message"].startswith("engine: a")
