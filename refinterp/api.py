@@ -381,17 +381,25 @@ class Run:
 
     `outputs`: by output name (a pack as a list of arrays). `inputs`: the input arrays used
     (canonical dtypes; inputs left to their declared defaults are not listed). `params`: every
-    variable used, by scoped name, with its value after @update. `updated`: the scoped names
-    @update assigned. `attributes`, `profile`, `engine`, `operator` (qualified name)."""
+    variable the run read, by scoped name, with the value it read (before @update): with
+    `inputs`, what reproduces the run. `updated`: the new values @update assigned, by scoped
+    name; `state` is the variables after the run (`params` overridden by `updated`).
+    `attributes`, `profile`, `engine`, `operator` (qualified name)."""
 
     outputs: dict[str, Any]
     inputs: dict[str, Any]
     params: dict[str, np.ndarray]
-    updated: list[str]
+    updated: dict[str, np.ndarray]
     attributes: dict[str, Any]
     profile: str
     engine: str
     operator: str
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """Every variable after the run: the values @update assigned, the others as read (what
+        a next step of a stateful graph starts from; `eval --write-params`)."""
+        return {**self.params, **self.updated}
 
 
 Progress = Callable[[list[str], float], None]
@@ -441,7 +449,7 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     with _Watch(executor, progress, progress_interval, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)
-    return Run(outputs, arrays, dict(store.loaded), sorted(store.updated), dict(values),
+    return Run(outputs, arrays, dict(store.read), dict(store.updated), dict(values),
                profile, engine if isinstance(engine, str) else "custom",
                f"{module.name}.{definition.name}")
 
@@ -482,8 +490,9 @@ def _reject_unused(store: ParameterStore, variables: list[str] | None = None) ->
         return
     import difflib
     known = variables if variables is not None else sorted(store.loaded)
+    spellings = sorted({n for scoped in known for n in store.candidates(scoped)})
     notes = []
-    close = difflib.get_close_matches(unused[0], known, n=3)
+    close = difflib.get_close_matches(unused[0], spellings, n=3)
     if close:
         notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
     notes.append("variables: " + (", ".join(known) or "none"))

@@ -421,6 +421,7 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
 
     for path, what, folder_ok in ((args.output, "-o", False),
                                   (args.save_inputs, "--save-inputs", False),
+                                  (args.save_params, "--save-params", False),
                                   (args.write_params, "--write-params", True)):
         if path:
             io.check_writable(path, what, folder_ok=folder_ok)
@@ -448,8 +449,10 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         io.write_arrays(args.output, outputs, "-o")
     if args.save_inputs:
         io.write_arrays(args.save_inputs, io.flatten_packs(run.inputs), "--save-inputs")
+    if args.save_params:
+        io.write_arrays(args.save_params, run.params, "--save-params")
     if args.write_params:
-        io.write_params(args.write_params, run.params, "--write-params")
+        io.write_params(args.write_params, run.state, "--write-params")
     if out.json_mode:
         out.data({"operator": run.operator, "profile": run.profile, "engine": run.engine,
                   "outputs": {name: api.summary(a) for name, a in outputs.items()}})
@@ -628,11 +631,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="variable values by scoped name (main.G.conv1.filter) or by name "
                                "relative to the graph (conv1.filter); or a folder of .dat files; "
                                "an entry that is no variable is an error")
+    eval_cmd.add_argument("--save-params", metavar="FILE.npz",
+                          help="write every variable the run read, before @update (with "
+                               "--save-inputs: what repeats the run)")
     eval_cmd.add_argument("--random-params", action="store_true",
                           help="random values for variables found nowhere else (see --seed)")
     eval_cmd.add_argument("--write-params", metavar="DIR|FILE.npz",
-                          help="write every variable used, after @update (.dat files or an "
-                               ".npz; for --params)")
+                          help="write every variable after the run: @update's new values, "
+                               "the others as read (.dat files or an .npz; for --params)")
     eval_cmd.add_argument("--max-iterations", type=int, default=1_000_000, metavar="N",
                           help="the most iterations a loop may run (default 1000000)")
     eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",

@@ -53,6 +53,10 @@ class TensorInfo:
     shape: tuple[int | None, ...] | None
     bounds: tuple[int | None, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not any(b is not None for b in self.bounds):  # no bound: one spelling, ()
+            object.__setattr__(self, "bounds", ())
+
     def as_json(self) -> dict[str, Any]:
         shape = None if self.shape is None else list(self.shape)
         data: dict[str, Any] = {"type": self.dtype, "shape": shape}

@@ -62,7 +62,8 @@ class ParameterStore:
     folder: Path | None = None            # the model folder with <scoped name>.dat files
     random: bool = False
     seed: int = 0
-    loaded: dict[str, np.ndarray] = field(default_factory=dict)
+    loaded: dict[str, np.ndarray] = field(default_factory=dict)   # current values
+    read: dict[str, np.ndarray] = field(default_factory=dict)     # as first read (before @update)
     updated: dict[str, np.ndarray] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
 
@@ -90,13 +91,14 @@ class ParameterStore:
         self._check(scoped, info, value, origin, span)
         value = value.astype(DTYPES[info.dtype])
         self.loaded[scoped] = value
+        self.read[scoped] = value
         return value
 
     def _find(self, scoped: str, info: TensorInfo) -> tuple[np.ndarray | None, str]:
-        for name in self.candidates(scoped):
-            if name in self.arrays:
-                self.used.add(name)
-                return self.arrays[name], f"--params entry '{name}'"
+        given = [name for name in self.candidates(scoped) if name in self.arrays]
+        if given:  # the full name wins; a second entry for the same variable counts as used
+            self.used.update(given)
+            return self.arrays[given[0]], f"--params entry '{given[0]}'"
         if self.folder is not None:
             for name in self.candidates(scoped):
                 path = self.folder / f"{name}.dat"
@@ -117,7 +119,7 @@ class ParameterStore:
         if kind != info.dtype or not shape_ok:
             raise ParameterDiagnostic(
                 f"variable '{scoped}' is declared {_describe(info)} but {origin} holds "
-                f"{kind}{list(shape)}", span)
+                f"{kind}{list(shape)}", span, code="E0701")
 
     def update(self, scoped: str, value: np.ndarray) -> None:
         """Record the value @update assigned to variable `scoped`."""

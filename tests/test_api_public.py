@@ -303,7 +303,7 @@ def test_random_params_are_keyed_by_scoped_name_with_the_declared_shapes() -> No
     expected = (x @ p["main.Two.first.w"] + p["main.Two.first.shift"]) @ p["main.Two.second.w"] \
         + p["main.Two.second.shift"]
     np.testing.assert_allclose(run.outputs["y"], expected, rtol=1e-12)
-    assert run.updated == []
+    assert run.updated == {}
 
 
 def test_params_of_a_run_reproduce_it() -> None:

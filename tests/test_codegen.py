@@ -133,3 +133,22 @@ def test_a_guard_in_an_untaken_branch_does_not_skip() -> None:
     for generated in (True, False):
         out = run_lowering(instance, inputs, generated=generated)
         assert out["y"].tolist() == [True] and out["z"].tolist() == [False, False]
+
+
+def test_int_of_an_infinite_real_takes_the_closure_path() -> None:
+    """int(inf) is the int(+inf) sentinel (docs/semantics.md), on which '*' is an error: the
+    generated kernel must not multiply it as a Python int (it raised a TypeError, found by the
+    vector equality suite)."""
+    from refinterp import api
+
+    program = api.load_source("""operator f {
+    @input { x: real[2]; }
+    @output { y: int[2]; }
+    @lower { y[i] *= int(x[i]), i < 2; }
+}""")
+    for engine in ("scalar", "vector"):
+        with pytest.raises(Diagnostic) as caught:
+            api.evaluate(program, inputs={"x": np.array([2.0, np.inf])}, engine=engine)
+        assert caught.value.code == "E0503" and "int(inf)" in caught.value.message
+        finite = api.evaluate(program, inputs={"x": np.array([2.5, -3.5])}, engine=engine)
+        assert finite.outputs["y"].tolist() == [2, -3]  # truncation toward zero, times 1

@@ -180,7 +180,10 @@ class Generator:
         if target in CASTS:
             if target == "str":
                 raise Unsupported("str")
-            return f"CAST({target!r}, {operand}, P)", target
+            # int(real) may give an int(±inf) sentinel, which Python's int operators do not
+            # know: its kind matches no inlined operation, so the formula takes the closure path
+            kind = "int~" if target == "int" and kind == "real" else target
+            return f"CAST({target!r}, {operand}, P)", kind
         result = kind if name in ("abs", "sign") else "real"
         return f"BUILTIN({name!r}, {operand}, P)", result
 
