@@ -640,6 +640,8 @@ class Executor:
         notes = []
         if imported is None:
             notes.append(f"no module '{'.'.join(path)}' is imported here")
+            if ".".join(node.callee) in stdlib_operators_named(name, self.program.stdlib):
+                notes.append(f"add 'import {'.'.join(path)};'")
         else:
             close = difflib.get_close_matches(name, [d.name for d in imported.tree.definitions])
             if close:
@@ -700,6 +702,11 @@ class Executor:
         except Diagnostic as diag:
             self.relocate(diag, node, scope.module, definition)
             raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
+        except Undetermined as stop:  # say where in the user's code the check stopped
+            if stop.span is not None and stop.span.path in self.library_files and \
+                    not scope.module.library:
+                stop.span = node.span
+            raise
         finally:
             self.depth -= 1
             del self.running[self.depth:]

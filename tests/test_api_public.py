@@ -427,3 +427,60 @@ def test_load_source_names_the_file_in_diagnostics_as_given() -> None:
     syntax = error_of(ri.load_source, "graph G {\n  @input { x: real[2] }\n}\n", path=path)
     assert syntax.code == "E0100"
     assert syntax.span.path == path and str(syntax).startswith(f"{path}:2:")
+
+
+# ------------------------------------------------------------------ review findings, pinned
+
+
+def test_a_misshaped_variable_value_is_E0701() -> None:
+    program = ri.load_source("""import math;
+graph G {
+    @input { x: real[3]; }
+    @variable { w: real[3]; }
+    @output { y: real[3]; }
+    @compose { y = math.mul(x, w); }
+}
+""", path="pinned.sknd")
+    error = error_of(ri.evaluate, program, inputs={"x": np.ones(3)}, params={"w": np.ones(4)})
+    assert error.code == "E0701" and "declared real[3]" in error.message
+
+
+def test_a_misspelt_relative_params_key_gets_did_you_mean() -> None:
+    program = ri.load_source("""import math;
+graph G {
+    @input { x: real[3]; }
+    @variable { w: real[3]; }
+    @output { y: real[3]; }
+    @compose { y = math.mul(x, w); }
+}
+""", path="pinned.sknd")
+    error = error_of(ri.evaluate, program, inputs={"x": np.ones(3)},
+                     params={"w": np.ones(3), "ww": np.ones(3)})
+    assert error.code == "E0702" and "did you mean 'w'" in error.notes[0]
+    both = ri.evaluate(program, inputs={"x": np.ones(3)},
+                       params={"pinned.G.w": np.full(3, 2.0), "w": np.full(3, 2.0)})
+    assert both.outputs["y"].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_qualified_operator_of_a_module_not_imported_names_the_import() -> None:
+    error = error_of(ri.shapes, ri.load_source("""graph G {
+    @input { x: real[3]; }
+    @output { y: real[3]; }
+    @compose { y = nn.relu(x); }
+}
+"""))
+    assert error.code == "E0601" and "add 'import nn;'" in error.notes
+
+
+def test_a_check_stopped_inside_the_stdlib_names_the_users_call() -> None:
+    text = """import layout;
+graph G {
+    @input { x: bool[5]; }
+    @output { y: int[1, ~|5]; }
+    @compose { y = layout.nonzero(x); }
+}
+"""
+    result = ri.shapes(ri.load_source(text, path="nz.sknd"))
+    if result.checked:  # nonzero's output extent is data dependent: a stop is expected
+        raise AssertionError("expected the check to stop")
+    assert "nz.sknd:5:" in result.stopped, result.stopped
