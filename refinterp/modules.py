@@ -16,7 +16,7 @@ from pathlib import Path
 from .diagnostics import Diagnostic, ModuleDiagnostic
 from .source import SourceFile
 from .syntax import ast
-from .syntax.parser import parse_module
+from .syntax.parser import ParseResult, parse_module
 
 EXTENSIONS = (".sknd", ".nnef")
 STDLIB_DIR = Path(__file__).resolve().parent / "stdlib"
@@ -77,6 +77,23 @@ def read_source(path: Path) -> SourceFile:
         raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
 
 
+_PARSED: dict[tuple[str, Path], tuple[SourceFile, ParseResult]] = {}
+
+
+def _parsed(path: Path) -> tuple[SourceFile, ParseResult]:
+    """A file's source and parse result, parsed once per process while its text is unchanged:
+    syntax trees are immutable, so loaders share them. The key keeps the path as written, which
+    diagnostics print."""
+    source = read_source(path)
+    key = (str(path), path.resolve())
+    cached = _PARSED.get(key)
+    if cached is not None and cached[0].text == source.text:
+        return cached
+    result = parse_module(source)
+    _PARSED[key] = (source, result)
+    return source, result
+
+
 class Loader:
     """Loads modules with a search path; shares parsed modules between imports."""
 
@@ -119,12 +136,14 @@ class Loader:
         cached = self._by_path.get(key)
         if cached is not None:
             return cached
-        return self._load_parsed(path, read_source(path), name, stack, order)
+        source, result = _parsed(path)
+        return self._load_parsed(path, source, name, stack, order, result)
 
     def _load_parsed(self, path: Path, source: SourceFile, name: str, stack: list[Path],
-                     order: list[LoadedModule]) -> LoadedModule:
+                     order: list[LoadedModule], result: ParseResult | None = None
+                     ) -> LoadedModule:
         key = path.resolve()
-        result = parse_module(source)
+        result = result if result is not None else parse_module(source)
         loaded = LoadedModule(name, path, source, result.module, result.warnings,
                               library=key.is_relative_to(self.stdlib.resolve()))
         stack = [*stack, key]

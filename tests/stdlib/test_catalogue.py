@@ -9,6 +9,8 @@ additions; it is not read from the stdlib, so a deleted or misnamed operator fai
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,7 @@ CATALOGUE: dict[str, list[str]] = {
 CASES = [(module, name) for module, names in CATALOGUE.items() for name in names]
 
 
+@functools.cache
 def definitions(module: str) -> dict:
     path = STDLIB_DIR / f"{module}.sknd"
     tree = parse_module(SourceFile.read(path)).module
