@@ -10,7 +10,7 @@
     run = ri.evaluate("nn.relu", inputs={"x": np.array([-1.0, 2.0])})
     run.outputs["y"], run.inputs, run.params           # what was computed, from what
 
-Every error in the user's input is raised as `ri.Error` (refinterp.diagnostics.Diagnostic) with
+Every error in the user's input is raised as `ri.Error` (refinterp.core.diagnostics.Diagnostic) with
 a stable `code`, `message`, primary `span` (`file`, `line`, `col`), `related` spans, `notes`
 and the operator call `stack`; `str(error)` renders it as the command line does, and
 `error.as_json()` gives it as data. docs/api.md documents all of it, with examples that the
@@ -32,24 +32,24 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import semantics
-from .arrays import canonical
-from .compose import Executor, Undetermined, abstract_tensor, tensor_info
-from .diagnostics import Diagnostic
-from .instance import Invocation, TensorInfo, fixed_input_types, instantiate
-from .lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
-from .lower.vector import DEFAULT_MAX_MEMORY
-from .modules import STDLIB_DIR, LoadedModule, Loader
-from .modules import Program as _LoadedProgram
-from .params import ParameterStore
-from .signature import OperatorSignature, module_signatures, signature as _signature
-from .signature import stdlib_modules
-from .syntax import ast
-from .values import NULL, Value
+from refinterp.numeric import rules
+from refinterp.numeric.representation import canonical
+from refinterp.run.compose import Executor, Undetermined, abstract_tensor, tensor_info
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import Invocation, TensorInfo, fixed_input_types, instantiate
+from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
+from refinterp.lower.vector import DEFAULT_MAX_MEMORY
+from refinterp.language.modules import STDLIB_DIR, LoadedModule, Loader
+from refinterp.language.modules import Program as _LoadedProgram
+from refinterp.run.params import ParameterStore
+from refinterp.signature import OperatorSignature, module_signatures, signature as _signature
+from refinterp.signature import stdlib_modules
+from refinterp.syntax import ast
+from refinterp.language.values import NULL, Value
 
 Error = Diagnostic
 TensorType = TensorInfo
-PROFILES = tuple(semantics.PROFILES)
+PROFILES = tuple(rules.PROFILES)
 ENGINES = ENGINE_NAMES
 MAX_ITERATIONS = 1_000_000
 MAX_DEPTH = 256
@@ -225,10 +225,10 @@ def _target(target: Program | str | Path, op: str | None, stdlib: str | Path | N
 def evaluate_expression(text: str, values: Mapping[str, Any] | None = None,
                         profile: str = "spec", name: str = "<expr>") -> Value:
     """Evaluate a compile-time SkriptND expression (`refinterp expr`) with symbols `values`;
-    packs come back as tuples, null as `refinterp.values.NULL`."""
-    from .expr import Environment, evaluate as evaluate_compile_time
-    from .source import SourceFile
-    from .syntax.parser import parse_expression
+    packs come back as tuples, null as `refinterp.language.values.NULL`."""
+    from refinterp.language.expr import Environment, evaluate as evaluate_compile_time
+    from refinterp.core.source import SourceFile
+    from refinterp.syntax.parser import parse_expression
 
     env = Environment(dict(_attributes(values)), profile=_profile(profile))
     return evaluate_compile_time(parse_expression(SourceFile(name, text)), env)
@@ -251,9 +251,9 @@ def parse_value(text: str, profile: str = "spec", name: str = "<value>") -> Valu
 def format_file(path: str | Path) -> tuple[str, str, list[Diagnostic]]:
     """The canonical form of a file (`refinterp fmt`): (canonical text, original text, parser
     warnings). Formatting needs no imports."""
-    from .modules import read_source, resolve_main
-    from .syntax.parser import parse_module
-    from .syntax.printer import format_module
+    from refinterp.language.modules import read_source, resolve_main
+    from refinterp.syntax.parser import parse_module
+    from refinterp.syntax.printer import format_module
 
     source = read_source(resolve_main(path))
     result = parse_module(source)
@@ -279,7 +279,7 @@ def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Value]:
 def summary(array: np.ndarray) -> dict[str, Any]:
     """The type, shape, min, max and mean of an array (None for an empty one): what
     `refinterp eval` prints of each output."""
-    from .arrays import kind_of
+    from refinterp.numeric.representation import kind_of
 
     values = np.asarray(array).astype(float) if np.size(array) else None
     return {"dtype": kind_of(array), "shape": list(np.shape(array)),
@@ -287,11 +287,11 @@ def summary(array: np.ndarray) -> dict[str, Any]:
                for k in ("min", "max", "mean")}}
 
 
-def _profile(name: str) -> semantics.Profile:
-    if name not in semantics.PROFILES:
+def _profile(name: str) -> rules.Profile:
+    if name not in rules.PROFILES:
         raise ArgumentDiagnostic(f"unknown profile '{name}'; choose one of "
-                                 f"{', '.join(semantics.PROFILES)}")
-    return semantics.PROFILES[name]
+                                 f"{', '.join(rules.PROFILES)}")
+    return rules.PROFILES[name]
 
 
 def _input_types(inputs: Mapping[str, Any]) -> dict[str, TensorInfo | tuple]:
@@ -344,7 +344,7 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
     operator or attribute, a missing argument, a failed assertion or a wrong declared output
     shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
     shape is fixed needs none. With `quant`, the @quantize entries are resolved and checked
-    (`Shapes.quantization`: refinterp.quantize.QuantEntry items)."""
+    (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items)."""
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     values = _attributes(attributes)
@@ -355,7 +355,7 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
     instance = instantiate(definition, invocation)
     result = Shapes(dict(instance.outputs), dict(instance.symbols))
     if quant:
-        from .quantize import quantization
+        from refinterp.run.quantize import quantization
         result.quantization = quantization(instance, module, active)
     if definition.block("compose") is None:
         return result

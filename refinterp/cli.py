@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .diagnostics import Diagnostic, render
+from refinterp.core.diagnostics import Diagnostic, render
 
 EXIT_OK, EXIT_DIAGNOSTIC, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -91,7 +91,7 @@ class Output:
 
 def cmd_parse(args: argparse.Namespace, out: Output) -> int:
     """Load each file with its imports; print one summary line per file."""
-    from . import api
+    from refinterp import api
 
     status = EXIT_OK
     results = []
@@ -128,7 +128,7 @@ def _listing(kind: str, names: list[str]) -> str:
 
 def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
     """Print the canonical form of files, rewrite them (-i), or check them (--check)."""
-    from .api import format_file
+    from refinterp.api import format_file
 
     changed: list[str] = []
     for name in args.files:
@@ -168,7 +168,7 @@ def _rewrite(name: str, text: str) -> None:
 
 def parse_attribute(text: str, profile: str) -> tuple[str, Any]:
     """`NAME=VALUE` where VALUE is a SkriptND literal expression (`3`, `[1, 2]`, `'x'`)."""
-    from .api import parse_value
+    from refinterp.api import parse_value
 
     name, sep, value_text = text.partition("=")
     name = name.strip()
@@ -179,8 +179,8 @@ def parse_attribute(text: str, profile: str) -> tuple[str, Any]:
 
 def cmd_expr(args: argparse.Namespace, out: Output) -> int:
     """Evaluate one compile-time expression and print its value."""
-    from .api import evaluate_expression
-    from .values import format_literal, to_json
+    from refinterp.api import evaluate_expression
+    from refinterp.language.values import format_literal, to_json
 
     values = dict(parse_attribute(text, args.profile) for text in args.attrib)
     value = evaluate_expression(args.expression.removeprefix(NOT_AN_OPTION), values,
@@ -195,7 +195,7 @@ def cmd_expr(args: argparse.Namespace, out: Output) -> int:
 def cmd_ops(args: argparse.Namespace, out: Output) -> int:
     """List the operators of a module (a standard module's name or a file), or of every
     standard module."""
-    from . import api
+    from refinterp import api
 
     if args.module is None:
         programs = [api.load_module(m, stdlib=args.stdlib)
@@ -216,7 +216,7 @@ def cmd_ops(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_describe(args: argparse.Namespace, out: Output) -> int:
     """The full signature of one operator: `module.op`, or an operator of a file (--op)."""
-    from . import api
+    from refinterp import api
 
     if Path(args.target).exists():
         signature = api.load(args.target, stdlib=args.stdlib,
@@ -250,7 +250,7 @@ RANDOM_TYPES = ("real", "int", "bool")
 def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
     """Input types from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
     tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items run from 0 without gaps)."""
-    from .api import TensorType
+    from refinterp.api import TensorType
 
     types: dict[str, Any] = {}
     items: dict[str, dict[int, Any]] = {}
@@ -280,7 +280,7 @@ def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
 
 def _target(args: argparse.Namespace) -> tuple[Any, str | None]:
     """What `shapes` and `eval` run: a file's operator, or a standard operator `--op M.OP`."""
-    from . import api
+    from refinterp import api
 
     if args.file is None:
         if not args.op or "." not in args.op:
@@ -292,7 +292,7 @@ def _target(args: argparse.Namespace) -> tuple[Any, str | None]:
 
 def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     """Instantiate an operator, check its composition and print its output types and shapes."""
-    from . import api
+    from refinterp import api
 
     target, op = _target(args)
     attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
@@ -306,7 +306,7 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         data: dict = {"outputs": {n: _type_json(i) for n, i in result.outputs.items()}}
         if args.symbols:
-            from .values import to_json_data
+            from refinterp.language.values import to_json_data
             data["symbols"] = {n: to_json_data(v) for n, v in result.symbols.items()
                                if not n.startswith("<")}
         if args.quant:
@@ -324,12 +324,12 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
                 continue
             out.result(f"{label}: {_describe_type(item)}")
     if args.symbols:
-        from .values import format_literal
+        from refinterp.language.values import format_literal
 
         for name, value in result.symbols.items():
             out.result(f"  {name} = {format_literal(value)}")
     if args.quant:
-        from .values import format_literal
+        from refinterp.language.values import format_literal
 
         out.result("quantization:" if entries else "quantization: none")
         for entry in entries:
@@ -361,7 +361,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
     `--random NAME` and `--random-inputs`)."""
     import numpy as np
 
-    from . import api, io
+    from refinterp import api
+    from refinterp import io
 
     arrays: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -417,7 +418,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
 def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     """Run an operator or graph on input arrays; print a summary of its outputs and write the
     outputs, the inputs used and the parameters used where asked."""
-    from . import api, io
+    from refinterp import api
+    from refinterp import io
 
     for path, what, folder_ok in ((args.output, "-o", False),
                                   (args.save_inputs, "--save-inputs", False),

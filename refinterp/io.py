@@ -4,7 +4,7 @@ go through for `.npz` archives, `.npy` arrays and folders of NNEF `.dat` tensor 
 Reading never lets a Python exception escape for a bad file: a missing, empty, truncated or
 damaged file, a zip member that is no `.npy` array, or an array that is no real, int or bool
 array becomes a `FileDiagnostic` naming the file (and, in an archive, the member). Arrays come
-back in refinterp's representation (`refinterp.arrays`: float64, int64, bool).
+back in refinterp's representation (`refinterp.numeric.representation`: float64, int64, bool).
 
 Writing is checked before any computation (`check_writable`) and is atomic: an `.npz` is written
 to a temporary file in the destination folder, then renamed over the destination.
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import canonical
-from .diagnostics import Diagnostic
-from .tensorfile import read_tensor, write_tensor
+from refinterp.numeric.representation import canonical
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK"

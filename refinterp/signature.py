@@ -21,7 +21,7 @@ For example (nn.conv, shortened here):
     filter: real[fs..(d + 2)], bias: optional real[bs]) -> (output: real[os..])
 
 The kinds: "lowered" (an @lower body), "composed" (an @compose body), "intrinsic" (no body, a
-Python intrinsic is registered under `module.name`, see `refinterp.intrinsics`), "declared" (no
+Python intrinsic is registered under `module.name`, see `refinterp.run.intrinsics`), "declared" (no
 body and no intrinsic) and "graph" (a graph definition, whatever its blocks).
 """
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import intrinsics
-from .modules import EXTENSIONS, STDLIB_DIR, LoadedModule
-from .syntax import ast
-from .syntax.printer import format_expr, format_type
+from refinterp.run import intrinsics
+from refinterp.language.modules import EXTENSIONS, STDLIB_DIR, LoadedModule
+from refinterp.syntax import ast
+from refinterp.syntax.printer import format_expr, format_type
 
 
 @dataclass(frozen=True)

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp import semantics
-from refinterp.diagnostics import Diagnostic
-from refinterp.expr import Environment, evaluate
-from refinterp.source import SourceFile
+from refinterp.numeric import rules
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.expr import Environment, evaluate
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_expression
-from refinterp.types import Type
-from refinterp.values import NULL
+from refinterp.language.types import Type
+from refinterp.language.values import NULL
 
 
 def env_of(profile: str = "spec", types: dict | None = None, **values) -> Environment:
-    env = Environment(profile=semantics.PROFILES[profile])
+    env = Environment(profile=rules.PROFILES[profile])
     env.values.update(values)
     env.types.update(types or {})
     return env

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.compose import Executor, tensor_info
-from refinterp.diagnostics import Diagnostic
-from refinterp.instance import Invocation
-from refinterp.modules import Loader
+from refinterp.run.compose import Executor, tensor_info
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import Invocation
+from refinterp.language.modules import Loader
 
 rng = np.random.default_rng(3)
 

@@ -359,8 +359,8 @@ graph G { @input { x: real[2]; } @output { y: real[2]; } @compose { y = lib.wron
 def test_intermediate_tensors_are_released_after_their_last_use() -> None:
     """The executor drops a tensor once no later component, output or variable reads it (its
     memory is reused by later operators); not with an @update block, which sees them all."""
-    from refinterp.compose import _live_after
-    from refinterp.source import SourceFile
+    from refinterp.run.compose import _live_after
+    from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_module
 
     tree = parse_module(SourceFile("<t>", """

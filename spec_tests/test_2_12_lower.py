@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refinterp.diagnostics import Diagnostic
-from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower.scalar import run_lowering
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
 rng = np.random.default_rng(7)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower.plan import LoweringDiagnostic, plan_lowering
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
 from .test_2_12_lower import MATMUL_Z

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.modules import STDLIB_DIR, Loader
+from refinterp.language.modules import STDLIB_DIR, Loader
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "spec_tests" / "corpus"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_expression
-from refinterp.types import Scope, Type, TypeDiagnostic, check_expr
+from refinterp.language.types import Scope, Type, TypeDiagnostic, check_expr
 
 from .exprtools import ev, ev_error, optional
 
@@ -110,7 +110,7 @@ def test_declared_types_keep_symbolic_lengths_and_shapes() -> None:
     # §2.3: "int..(k) is a k-long pack of ints"; "optional int[m,n]..(k) is a possibly null,
     # k-long pack of m-by-n tensors of ints".
     from refinterp.syntax import ast
-    from refinterp.types import type_from_spec
+    from refinterp.language.types import type_from_spec
 
     blocks = _decl_types("operator f { @input { x: optional int[m,n]..(k); a: T; } "
                          "@dtype { T: num = real; } }")
@@ -126,7 +126,7 @@ def test_declared_types_keep_symbolic_lengths_and_shapes() -> None:
 
 def test_dtype_declarations_are_checked() -> None:
     # §2.13: a generic is bounded by type, num or arith; its default must satisfy the bound.
-    from refinterp.types import dtype_scope
+    from refinterp.language.types import dtype_scope
 
     ok = _decl_types("operator f { @dtype { T: num = real; S: type; B: arith = bool; } }")
     assert dtype_scope(ok["dtype"]) == {"T": "num", "S": "type", "B": "arith"}
@@ -139,7 +139,7 @@ def test_dtype_declarations_are_checked() -> None:
 
 
 def test_abstract_types_only_bound_generics() -> None:
-    from refinterp.types import type_from_spec
+    from refinterp.language.types import type_from_spec
 
     decl, = _decl_types("operator f { @attrib { a: num; } }")["attrib"]
     with pytest.raises(TypeDiagnostic, match="abstract type 'num'"):

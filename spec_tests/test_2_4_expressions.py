@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refinterp.semantics import INT_NEG_INF, INT_POS_INF
-from refinterp.types import Type
-from refinterp.values import TensorValue
+from refinterp.numeric.rules import INT_NEG_INF, INT_POS_INF
+from refinterp.language.types import Type
+from refinterp.language.values import TensorValue
 
 from .exprtools import NULL, ev, ev_error, optional
 
@@ -344,8 +344,8 @@ def test_fold_laws(a: tuple, b: tuple) -> None:
 def test_generic_casts_and_defaults() -> None:
     # §2.4 Casting: "declared generic type names can also be used for casting, such as T(x)";
     # `I()` is the default value of whatever type I is bound to.
-    from refinterp.expr import Environment, evaluate
-    from refinterp.source import SourceFile
+    from refinterp.language.expr import Environment, evaluate
+    from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_expression
 
     env = Environment(dtypes={"T": "num"}, dtype_bindings={"T": "real"})

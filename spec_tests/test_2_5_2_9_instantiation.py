@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.diagnostics import Diagnostic
-from refinterp.instance import Invocation, TensorInfo, instantiate
-from refinterp.modules import Loader
-from refinterp.source import SourceFile
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.modules import Loader
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
-from refinterp.values import NULL
+from refinterp.language.values import NULL
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import pytest
 
-from refinterp.binding import (
+from refinterp.language.binding import (
     Affine, BindingDiagnostic, affine_form, binding_order, check_deferred_attributes,
     initially_known, solve_affine,
 )
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_expression, parse_module
 
 

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refinterp.semantics import (
+from refinterp.numeric.rules import (
     INT_NEG_INF, INT_POS_INF, KHRONOS, PROFILES, SPEC, IntInfinity, NumericError, binary,
     builtin, cast, compare, default_value, unary,
 )
@@ -705,7 +705,7 @@ def test_every_numeric_rule_is_documented_and_pinned() -> None:
 def test_mixed_int_real_is_promoted_only_by_the_khronos_profile() -> None:
     """The Khronos runtime (C++) converts the int operand of a mixed int/real operation to real
     (its stdlib's `math.gt` takes X and Y of different num types); the spec requires one type."""
-    from refinterp.semantics import INT_POS_INF, KHRONOS, SPEC, NumericError, binary
+    from refinterp.numeric.rules import INT_POS_INF, KHRONOS, SPEC, NumericError, binary
 
     assert binary(">", 3, 2.5, KHRONOS) is True
     assert binary("<=", 2.0, 2, KHRONOS) is True

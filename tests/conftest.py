@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp.diagnostics import Diagnostic
-from refinterp.source import SourceFile
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.source import SourceFile
 from refinterp.syntax import ast, parse_expression, parse_module
 
 

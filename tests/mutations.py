@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax.lexer import tokenize
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from refinterp.api import run_operator
-from refinterp.diagnostics import Diagnostic
-from refinterp.intrinsics import intrinsic, lookup
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.run.intrinsics import intrinsic, lookup
 
 
 def test_run_operator_runs_a_standard_operator() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import refinterp.api as ri
-from refinterp.modules import STDLIB_DIR
+from refinterp.language.modules import STDLIB_DIR
 
 rng = np.random.default_rng(20240611)
 

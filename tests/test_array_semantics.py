@@ -1,5 +1,5 @@
-"""The array rules of refinterp.array_semantics give, element by element, the values of the
-scalar rules of refinterp.semantics (the definition), or defer where the scalar rule raises or
+"""The array rules of refinterp.numeric.array_rules give, element by element, the values of the
+scalar rules of refinterp.numeric.rules (the definition), or defer where the scalar rule raises or
 an int may leave int64."""
 
 import itertools
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from refinterp import array_semantics as A
-from refinterp import semantics as S
+from refinterp.numeric import array_rules as A
+from refinterp.numeric import rules as S
 
 REALS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1.5, 3.0, -7.25, 1e300, -1e300, 1e-310,
          math.inf, -math.inf, math.nan, 0.49999999999999994]

@@ -336,12 +336,14 @@ def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
     source = (Path(__file__).resolve().parent.parent / "refinterp" / "cli.py").read_text()
     imported = set()
     for node in python_ast.walk(python_ast.parse(source)):
-        if isinstance(node, python_ast.ImportFrom) and node.level == 1:
-            if node.module:
-                imported.add(node.module.split(".")[0])
-            else:
-                imported.update(alias.name for alias in node.names)
-    assert imported <= {"api", "io", "diagnostics", "values"}, imported
+        if isinstance(node, python_ast.ImportFrom) and node.module == "refinterp":
+            imported.update(f"refinterp.{alias.name}" for alias in node.names)
+        elif isinstance(node, python_ast.ImportFrom) and node.module and \
+                node.module.startswith("refinterp."):
+            imported.add(node.module)
+    assert imported and imported <= {"refinterp.api", "refinterp.io",
+                                     "refinterp.core.diagnostics",
+                                     "refinterp.language.values"}, imported
 
 
 # ------------------------------------------------------------------ progress of a long run

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.diagnostics import Diagnostic
-from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower import codegen
 from refinterp.lower.plan import plan_lowering
 from refinterp.lower.scalar import allocate_outputs, run_lowering
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
 CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"

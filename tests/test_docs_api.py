@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.diagnostics import CODES
+from refinterp.core.diagnostics import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "api.md"

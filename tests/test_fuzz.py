@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from refinterp.diagnostics import Diagnostic, render
-from refinterp.source import SourceFile
+from refinterp.core.diagnostics import Diagnostic, render
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 from refinterp.syntax.printer import format_module
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 from refinterp.io import (FileDiagnostic, check_writable, flatten_packs, group_packs,
                           read_array, read_arrays, read_params, write_arrays, write_params)
-from refinterp.tensorfile import read_tensor, write_tensor
+from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 CANONICAL = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp.diagnostics import SyntaxDiagnostic
-from refinterp.source import SourceFile
+from refinterp.core.diagnostics import SyntaxDiagnostic
+from refinterp.core.source import SourceFile
 from refinterp.syntax.lexer import tokenize
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.diagnostics import ModuleDiagnostic
-from refinterp.modules import STDLIB_DIR, Loader
+from refinterp.core.diagnostics import ModuleDiagnostic
+from refinterp.language.modules import STDLIB_DIR, Loader
 
 
 def write(path: Path, text: str) -> Path:

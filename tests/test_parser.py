@@ -183,7 +183,7 @@ def test_generic_lookahead_keeps_comparisons() -> None:
 
 
 def test_mixing_and_or_warns() -> None:
-    from refinterp.source import SourceFile
+    from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_module
     warned = parse_module(SourceFile("t", wrap("using", "y = a && b || c;"))).warnings
     assert len(warned) == 1 and warned[0].severity == "warning"

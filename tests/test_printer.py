@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from refinterp.source import SourceFile
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_expression, parse_module
 from refinterp.syntax.printer import format_expr, format_module
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from refinterp.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower.scalar import run_lowering
-from refinterp.modules import Loader
+from refinterp.language.modules import Loader
 
 CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"
 rng = np.random.default_rng(11)
@@ -60,8 +60,8 @@ def test_error_note_shows_a_guarded_local_as_its_index() -> None:
     a local bound to a guarded index `|i + 1|` shows the index, not an internal wrapper."""
     import pytest
 
-    from refinterp.diagnostics import Diagnostic
-    from refinterp.source import SourceFile
+    from refinterp.core.diagnostics import Diagnostic
+    from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_module
 
     source = SourceFile("<test>", """operator f {
@@ -86,8 +86,8 @@ def test_a_failing_constant_fails_only_in_an_iteration_that_computes_it() -> Non
     condition skips does not compute it (found by the vector/scalar equality suite)."""
     import pytest
 
-    from refinterp.diagnostics import Diagnostic
-    from refinterp.source import SourceFile
+    from refinterp.core.diagnostics import Diagnostic
+    from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_module
 
     source = SourceFile("<test>", """operator f {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from refinterp import intrinsics
-from refinterp.modules import STDLIB_DIR, Loader, LoadedModule
+from refinterp.run import intrinsics
+from refinterp.language.modules import STDLIB_DIR, Loader, LoadedModule
 from refinterp.signature import (Assertion, OperatorSignature, Parameter, module_signatures,
                                  signature, stdlib_modules)
 

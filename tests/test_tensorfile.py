@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.diagnostics import Diagnostic
-from refinterp.tensorfile import read_tensor, write_tensor
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.numeric.tensorfile import read_tensor, write_tensor
 from spec_tests.nnef_files import header
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from refinterp.api import run_operator
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 from refinterp.lower import engines
 from refinterp.lower.vector import run_vector
 
@@ -277,7 +277,7 @@ from .test_codegen import LOWERED, invocation  # noqa: E402
 def test_every_corpus_formula_agrees(path, definition):
     """Every @lower definition of the spec's corpus, on random inputs: the vector engine gives
     the scalar engine's outputs (or its diagnostic)."""
-    from refinterp.instance import instantiate
+    from refinterp.language.instance import instantiate
     from refinterp.lower.scalar import run_lowering
 
     for seed in range(3):

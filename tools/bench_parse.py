@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.source import SourceFile  # noqa: E402
+from refinterp.core.source import SourceFile  # noqa: E402
 from refinterp.syntax import parse_module  # noqa: E402
 from refinterp.syntax.lexer import tokenize  # noqa: E402
 

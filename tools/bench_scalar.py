@@ -19,9 +19,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.instance import Invocation, TensorInfo, instantiate  # noqa: E402
+from refinterp.language.instance import Invocation, TensorInfo, instantiate  # noqa: E402
 from refinterp.lower.scalar import run_lowering  # noqa: E402
-from refinterp.source import SourceFile  # noqa: E402
+from refinterp.core.source import SourceFile  # noqa: E402
 from refinterp.syntax import parse_module  # noqa: E402
 
 MATMUL = """operator matmul {

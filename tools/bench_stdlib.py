@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.modules import STDLIB_DIR, Loader  # noqa: E402
+from refinterp.language.modules import STDLIB_DIR, Loader  # noqa: E402
 
 from bench_parse import best_of  # noqa: E402  (tools/ is this script's folder)
 

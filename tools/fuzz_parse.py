@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.diagnostics import Diagnostic  # noqa: E402
-from refinterp.source import SourceFile  # noqa: E402
+from refinterp.core.diagnostics import Diagnostic  # noqa: E402
+from refinterp.core.source import SourceFile  # noqa: E402
 from refinterp.syntax import parse_module  # noqa: E402
 from tests.mutations import _apply, token_texts  # noqa: E402
 

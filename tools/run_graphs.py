@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from refinterp.cli import declared_graph_inputs, main as cli_main  # noqa: E402
-from refinterp.diagnostics import Diagnostic, render  # noqa: E402
-from refinterp.instance import Invocation  # noqa: E402
-from refinterp.modules import Loader  # noqa: E402
+from refinterp.core.diagnostics import Diagnostic, render  # noqa: E402
+from refinterp.language.instance import Invocation  # noqa: E402
+from refinterp.language.modules import Loader  # noqa: E402
 
 
 class Slow(BaseException):  # not caught by the CLI as an internal error

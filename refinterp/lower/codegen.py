@@ -6,7 +6,7 @@ outside the subset returns None and runs on the closure path.
 
 Arithmetic `+ - *` and comparisons are inlined only when both operands have the same type, where
 Python's own int and float operations are the spec's (exact ints, IEEE reals); every other
-operation calls refinterp.semantics, as the closure path does.
+operation calls refinterp.numeric.rules, as the closure path does.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import semantics
-from ..diagnostics import Diagnostic
-from ..expr import evaluate
-from ..instance import OperatorInstance
-from ..syntax import ast
-from ..types import CASTS
-from ..values import TensorValue
-from .plan import Formula
+from refinterp.numeric import rules
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.expr import evaluate
+from refinterp.language.instance import OperatorInstance
+from refinterp.syntax import ast
+from refinterp.language.types import CASTS
+from refinterp.language.values import TensorValue
+from refinterp.lower.plan import Formula
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 INLINE = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
@@ -52,7 +52,7 @@ class Generator:
     """Builds the Python source of one formula."""
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                 profile: semantics.Profile) -> None:
+                 profile: rules.Profile) -> None:
         self.instance, self.formula, self.arrays, self.profile = (
             instance, formula, arrays, profile)
         self.indices = {r.name: r.bound for r in formula.indices}
@@ -82,7 +82,7 @@ class Generator:
         return self.tensors[name], array
 
     def compile_time(self, node: ast.Expr) -> tuple[str, str] | None:
-        from ..binding import free_names
+        from refinterp.language.binding import free_names
 
         names = free_names(node)
         runtime = set(self.indices) | set(self.locals) | set(self.arrays)
@@ -340,12 +340,12 @@ class IntOverflow(Exception):
         self.value = value
 
 
-def _binary(op: str, a: Any, b: Any, profile: semantics.Profile) -> Any:
-    return semantics.binary(op, a, b, profile)
+def _binary(op: str, a: Any, b: Any, profile: rules.Profile) -> Any:
+    return rules.binary(op, a, b, profile)
 
 
 def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                    profile: semantics.Profile,
+                    profile: rules.Profile,
                     fail: Callable[[ast.Node, str, dict | None], Diagnostic]
                     ) -> Callable[[], None] | None:
     """A runner for `formula` from generated source, or None outside the supported subset."""
@@ -362,7 +362,7 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
     def run() -> None:
         flats = [arrays[name].ravel().tolist() for name in names]
         try:
-            kernel(generator.constants, _binary, semantics.cast, semantics.builtin, profile,
+            kernel(generator.constants, _binary, rules.cast, rules.builtin, profile,
                    OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
         except OutOfRange as error:
             node, name = generator.accesses[error.access]
@@ -372,7 +372,7 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
         except IntOverflow as error:
             raise fail(formula.node, f"the int result {error.value} does not fit in int64",
                        None) from None
-        except semantics.NumericError as error:
+        except rules.NumericError as error:
             raise fail(formula.node, error.message, None) from None
         output = names.index(formula.output)
         target = arrays[formula.output]

@@ -17,13 +17,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import semantics
-from ..instance import OperatorInstance
-from .plan import plan_lowering
-from .scalar import run_lowering
-from .vector import DEFAULT_MAX_MEMORY, FormulaReport, run_vector
+from refinterp.numeric import rules
+from refinterp.language.instance import OperatorInstance
+from refinterp.lower.plan import plan_lowering
+from refinterp.lower.scalar import run_lowering
+from refinterp.lower.vector import DEFAULT_MAX_MEMORY, FormulaReport, run_vector
 
-Engine = Callable[[OperatorInstance, dict[str, Any], semantics.Profile], dict[str, Any]]
+Engine = Callable[[OperatorInstance, dict[str, Any], rules.Profile], dict[str, Any]]
 Log = Callable[[OperatorInstance, str], None]  # (operator instance, engine description)
 
 ENGINE_NAMES = ("scalar", "vector", "auto")
@@ -39,7 +39,7 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
         raise ValueError(f"unknown engine '{name}'; choose one of {', '.join(ENGINE_NAMES)}")
 
     def vector(instance: OperatorInstance, inputs: dict[str, Any],
-               profile: semantics.Profile) -> dict[str, Any]:
+               profile: rules.Profile) -> dict[str, Any]:
         reports: list[FormulaReport] = []
         outputs = run_vector(instance, inputs, profile, max_memory, reports)
         if log is not None:
@@ -47,14 +47,14 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
         return outputs
 
     def scalar(instance: OperatorInstance, inputs: dict[str, Any],
-               profile: semantics.Profile) -> dict[str, Any]:
+               profile: rules.Profile) -> dict[str, Any]:
         outputs = run_lowering(instance, inputs, profile)
         if log is not None:
             log(instance, "scalar")
         return outputs
 
     def auto(instance: OperatorInstance, inputs: dict[str, Any],
-             profile: semantics.Profile) -> dict[str, Any]:
+             profile: rules.Profile) -> dict[str, Any]:
         if iterations(instance) <= AUTO_SCALAR_ITERATIONS:
             return scalar(instance, inputs, profile)
         return vector(instance, inputs, profile)
@@ -79,7 +79,7 @@ def describe(reports: list[FormulaReport]) -> str:
 ENGINES: dict[str, Engine] = {name: make_engine(name) for name in ENGINE_NAMES}
 
 
-# The documented tolerance between engines (docs/semantics.md, "Engines"): ints and bools are
+# The documented tolerance between engines (docs/rules.md, "Engines"): ints and bools are
 # identical; reals agree to a relative 1e-9 plus an absolute 1e-12 (summation order, the last
 # place of transcendental functions), with nan where the other has nan, the same infinities,
 # and -0.0 equal to 0.0.

@@ -13,12 +13,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..binding import free_names
-from ..diagnostics import Diagnostic
-from ..expr import evaluate
-from ..instance import OperatorInstance
-from ..syntax import ast
-from ..values import NULL, Value, format_literal
+from refinterp.language.binding import free_names
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.expr import evaluate
+from refinterp.language.instance import OperatorInstance
+from refinterp.syntax import ast
+from refinterp.language.values import NULL, Value, format_literal
 
 # Neutral elements for implicit initialisation (§2.12: 0 for +=, 1 for *=, true for &=,
 # false for |=; the Khronos dialect also lets min/max start from +inf / -inf).

@@ -3,7 +3,7 @@ of what a @lower block computes; the vectorized engine must agree with it.
 
 Each formula is compiled once into Python closures (no AST walking per element). Index symbols
 loop in declaration order, outermost first (row-major), which fixes summation order and ties.
-Numbers go through refinterp.semantics; an int result outside int64 is a diagnostic. An index
+Numbers go through refinterp.numeric.rules; an int result outside int64 is a diagnostic. An index
 out of range is skipped only where the formula guards it with `|e|` (the whole update of that
 iteration is skipped) or remaps it with `|e <> lo : hi|`; an unguarded one is a diagnostic.
 """
@@ -17,17 +17,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import semantics
-from ..arrays import NUMPY_DTYPES
-from ..diagnostics import Diagnostic
-from ..instance import OperatorInstance, TensorInfo
-from ..syntax import ast
-from ..types import CASTS
-from ..binding import free_names
-from ..expr import evaluate, fold_pack
-from ..values import NULL, TensorValue, Value, format_literal
-from .codegen import compile_formula
-from .plan import Formula, LoweringPlan, plan_lowering
+from refinterp.numeric import rules
+from refinterp.numeric.representation import NUMPY_DTYPES
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import OperatorInstance, TensorInfo
+from refinterp.syntax import ast
+from refinterp.language.types import CASTS
+from refinterp.language.binding import free_names
+from refinterp.language.expr import evaluate, fold_pack
+from refinterp.language.values import NULL, TensorValue, Value, format_literal
+from refinterp.lower.codegen import compile_formula
+from refinterp.lower.plan import Formula, LoweringPlan, plan_lowering
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
@@ -87,7 +87,7 @@ def _neutral(start: Value, dtype: str) -> Any:
 
 
 def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
-                 profile: semantics.Profile = semantics.SPEC,
+                 profile: rules.Profile = rules.SPEC,
                  generated: bool = True) -> dict[str, Any]:
     """Run the @lower block of `instance` on input arrays; return the output arrays.
 
@@ -117,7 +117,7 @@ def lowering_arrays(instance: OperatorInstance, inputs: dict[str, Any],
 
 
 def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                profile: semantics.Profile, generated: bool = True) -> None:
+                profile: rules.Profile, generated: bool = True) -> None:
     """Run one formula element by element, updating its output in `arrays`."""
     fast = compile_formula(instance, formula, arrays, profile, _failure) if generated else None
     if fast is None:
@@ -159,7 +159,7 @@ class FormulaRunner:
     """Compiles one formula into closures and runs its loops."""
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                 profile: semantics.Profile) -> None:
+                 profile: rules.Profile) -> None:
         self.instance = instance
         self.formula = formula
         self.arrays = arrays
@@ -222,7 +222,7 @@ class FormulaRunner:
         def combine(current: Any, value: Value) -> Value:
             if op in ("=", ":="):
                 return value
-            return self.numeric(node, semantics.binary, UPDATE_OPS[op], current, value)
+            return self.numeric(node, rules.binary, UPDATE_OPS[op], current, value)
 
         def update(cells: list[tuple[Any, tuple]], value: Value, frame: Frame, what: str) -> None:
             """Update several cells as one unit: every new value is computed from the old ones
@@ -271,7 +271,7 @@ class FormulaRunner:
     def checked(self, node: ast.Node, value: Value, dtype: str, frame: Frame) -> Value:
         """The value converted to the output type; an int outside int64 is a diagnostic."""
         if dtype == "int":
-            if isinstance(value, semantics.IntInfinity):
+            if isinstance(value, rules.IntInfinity):
                 return INT64_MAX if value.sign > 0 else INT64_MIN
             if not isinstance(value, int) or isinstance(value, bool):
                 raise self.fail(node, f"an int output gets {format_literal(value)}", frame)
@@ -291,7 +291,7 @@ class FormulaRunner:
                                   "where a tensor is indexed")
         try:
             return function(*args, self.profile)
-        except semantics.NumericError as error:
+        except rules.NumericError as error:
             raise self.fail(node, error.message) from None
 
     def compile(self, node: ast.Expr) -> Compiled:  # noqa: C901 - one case per node type
@@ -385,7 +385,7 @@ class FormulaRunner:
         operand = self.compile(node.operand)
         if node.op == "?":
             return lambda frame: operand(frame) is not NULL
-        return self.lift(node, operand, semantics.unary, node.op)
+        return self.lift(node, operand, rules.unary, node.op)
 
     def lift(self, node: ast.Node, operand: Compiled, function: Callable, name: str
              ) -> Compiled:
@@ -414,7 +414,7 @@ class FormulaRunner:
                 return _elementwise2(lambda x, y: type(x) is type(y) and x == y, a, b)
             if op == "in":
                 return tuple(x in b for x in a) if isinstance(a, tuple) else a in b
-            return _elementwise2(lambda x, y: self.numeric(node, semantics.binary, op, x, y),
+            return _elementwise2(lambda x, y: self.numeric(node, rules.binary, op, x, y),
                                  a, b)
         return binary
 
@@ -437,16 +437,16 @@ class FormulaRunner:
         return select
 
     def compile_builtin(self, node: ast.Node, name: str, args: tuple) -> Compiled:
-        return self.lift(node, self.compile(args[0]), semantics.builtin, name)
+        return self.lift(node, self.compile(args[0]), rules.builtin, name)
 
     def compile_call(self, node: ast.Call) -> Compiled:
         name = node.callee[0]
         target = self.instance.dtypes.get(name, name)
         if target in CASTS and len(node.callee) == 1:
             if not node.args:
-                constant = semantics.default_value(target)
+                constant = rules.default_value(target)
                 return lambda frame: constant
-            return self.lift(node, self.compile(node.args[0]), semantics.cast, target)
+            return self.lift(node, self.compile(node.args[0]), rules.cast, target)
         return self.compile_builtin(node, name, node.args)
 
     def compile_member(self, node: ast.Member) -> Compiled:
@@ -465,7 +465,7 @@ class FormulaRunner:
         base = self.item_kind(node.operand)
 
         def binary(op: str, a: Value, b: Value) -> Value:
-            return self.numeric(node, semantics.binary, op, a, b)
+            return self.numeric(node, rules.binary, op, a, b)
 
         def fold(frame: Frame) -> Value:
             pack = operand(frame)

@@ -22,7 +22,7 @@ Anything it cannot do exactly — an error the scalar engine would report, an in
 int64, an iteration-order dependence it cannot prove harmless — raises `Fallback`, and that one
 formula runs on the scalar engine instead (never a wrong answer). Reals may differ from the
 scalar engine by summation order and the last place of transcendental functions; ints and bools
-are identical (docs/semantics.md, "Engines").
+are identical (docs/rules.md, "Engines").
 
 The iteration space is processed in boxes: axes that must take one value at a time (a pack
 item selected by an index) and, when the space exceeds the memory budget, the outermost axes,
@@ -38,17 +38,17 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .. import array_semantics as A
-from .. import semantics
-from ..binding import free_names
-from ..diagnostics import Diagnostic
-from ..expr import evaluate, fold_pack
-from ..instance import OperatorInstance
-from ..syntax import ast
-from ..types import CASTS
-from ..values import NULL, TensorValue, Value
-from .plan import Formula, plan_lowering
-from .scalar import allocate_outputs, lowering_arrays, run_formula
+from refinterp.numeric import array_rules as A
+from refinterp.numeric import rules
+from refinterp.language.binding import free_names
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.expr import evaluate, fold_pack
+from refinterp.language.instance import OperatorInstance
+from refinterp.syntax import ast
+from refinterp.language.types import CASTS
+from refinterp.language.values import NULL, TensorValue, Value
+from refinterp.lower.plan import Formula, plan_lowering
+from refinterp.lower.scalar import allocate_outputs, lowering_arrays, run_formula
 
 DEFAULT_MAX_MEMORY = 2 * 2 ** 30   # bytes of temporaries one box may take (--max-memory)
 BYTES_PER_ITERATION = 48           # estimate: a few int64/float64 temporaries per iteration
@@ -113,7 +113,7 @@ class FormulaReport:
 
 
 def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
-               profile: semantics.Profile = semantics.SPEC,
+               profile: rules.Profile = rules.SPEC,
                max_memory: int = DEFAULT_MAX_MEMORY,
                reports: list[FormulaReport] | None = None) -> dict[str, Any]:
     """Run the @lower block of `instance` vectorised; the same contract as
@@ -152,7 +152,7 @@ class VectorFormula:
     """Runs one formula over its iteration space, box by box."""
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                 profile: semantics.Profile, max_memory: int) -> None:
+                 profile: rules.Profile, max_memory: int) -> None:
         self.instance, self.formula, self.arrays, self.profile = (
             instance, formula, arrays, profile)
         self.max_memory = max_memory
@@ -647,7 +647,7 @@ class VectorFormula:
         """view <- view (op) result, by the update operator's pairwise rule."""
         if self.kind == "real" and self.formula.op in ("+=", "*="):
             ufunc = np.add if self.formula.op == "+=" else np.multiply
-            ufunc(view, result, out=view)  # IEEE + and *: semantics.binary's real rule
+            ufunc(view, result, out=view)  # IEEE + and *: rules.binary's real rule
             return
         try:
             view[...] = A.binary(UPDATE_OPS[self.formula.op], view, result, self.profile)
@@ -898,7 +898,7 @@ class VectorFormula:
             if node.op == "?":
                 return operand is not NULL
             return self.lift(operand, active, lambda v, m: A.unary(node.op, v, self.profile, m),
-                             lambda v: semantics.unary(node.op, v, self.profile))
+                             lambda v: rules.unary(node.op, v, self.profile))
         if isinstance(node, ast.Binary):
             return self.binary(node, active)
         if isinstance(node, ast.Select):
@@ -945,7 +945,7 @@ class VectorFormula:
                 raise Fallback(why.reason) from None
         try:
             return scalar_rule(value)
-        except semantics.NumericError:
+        except rules.NumericError:
             raise Fallback("a numeric error") from None
 
     def numeric2(self, node: ast.Node, op: str, a: Any, b: Any, active: Mask) -> Any:
@@ -970,8 +970,8 @@ class VectorFormula:
             except A.Deferred as why:
                 raise Fallback(why.reason) from None
         try:
-            return semantics.binary(op, a, b, self.profile)
-        except semantics.NumericError:
+            return rules.binary(op, a, b, self.profile)
+        except rules.NumericError:
             raise Fallback("a numeric error") from None
 
     def binary(self, node: ast.Binary, active: Mask) -> Any:
@@ -1056,15 +1056,15 @@ class VectorFormula:
         target = self.instance.dtypes.get(name, name)
         if target in CASTS:
             if not args:
-                return semantics.default_value(target)
+                return rules.default_value(target)
             return self.lift(self.ev(args[0], active), active,
                              lambda v, m: A.cast(target, v, self.profile, m),
-                             lambda v: semantics.cast(target, v, self.profile))
+                             lambda v: rules.cast(target, v, self.profile))
         if len(args) != 1:
             raise Fallback(f"'{name}' with {len(args)} arguments")
         return self.lift(self.ev(args[0], active), active,
                          lambda v, m: A.builtin(name, v, self.profile, m),
-                         lambda v: semantics.builtin(name, v, self.profile))
+                         lambda v: rules.builtin(name, v, self.profile))
 
     def member(self, node: ast.Member) -> Any:
         if isinstance(node.base, ast.Name) and node.base.name in self.symbols:
@@ -1129,7 +1129,7 @@ class VectorFormula:
         if isinstance(position, np.ndarray) and A.kind(position) == "int" and pack and \
                 all(not isinstance(v, (tuple, np.ndarray, Guard)) and v is not NULL
                     for v in pack):
-            kinds = {semantics.kind(v) for v in pack}
+            kinds = {rules.kind(v) for v in pack}
             if len(kinds) != 1:
                 raise Fallback("a pack of mixed types indexed by an array")
             table = A.as_array(np.array(pack))
@@ -1201,7 +1201,7 @@ class VectorFormula:
 _INSTANCES: dict[tuple[int, str], tuple[OperatorInstance, dict[str, Any]]] = {}
 
 
-def _instance_cache(instance: OperatorInstance, profile: semantics.Profile) -> dict[str, Any]:
+def _instance_cache(instance: OperatorInstance, profile: rules.Profile) -> dict[str, Any]:
     """What the engine derives from an instance alone (its lowering plan, the compile-time
     values of formula subexpressions), kept while the instance is run again."""
     key = (id(instance), profile.name)

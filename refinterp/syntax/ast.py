@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from ..source import NO_SPAN, Span
+from refinterp.core.source import NO_SPAN, Span
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..diagnostics import SyntaxDiagnostic
-from ..source import SourceFile, Span
+from refinterp.core.diagnostics import SyntaxDiagnostic
+from refinterp.core.source import SourceFile, Span
 
 # Punctuators and operators, longest first so that the regex alternation is maximal munch.
 OPERATORS: tuple[str, ...] = (

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from ..diagnostics import Diagnostic, SyntaxDiagnostic
-from ..source import SourceFile, Span
-from . import ast
-from .lexer import Token, tokenize
+from refinterp.core.diagnostics import Diagnostic, SyntaxDiagnostic
+from refinterp.core.source import SourceFile, Span
+from refinterp.syntax import ast
+from refinterp.syntax.lexer import Token, tokenize
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from . import ast
-from .parser import BINARY_PRECEDENCE, FOLD_PRECEDENCE, UNARY_PRECEDENCE
+from refinterp.syntax import ast
+from refinterp.syntax.parser import BINARY_PRECEDENCE, FOLD_PRECEDENCE, UNARY_PRECEDENCE
 
 INDENT = "    "
 _POSTFIX = 9.0  # subscripts, members, primaries

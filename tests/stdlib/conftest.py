@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from refinterp.api import run_operator
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 from refinterp.lower.engines import difference
 
 

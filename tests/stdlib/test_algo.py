@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 
 from .conftest import run
 

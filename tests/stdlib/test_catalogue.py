@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.intrinsics import lookup
-from refinterp.modules import STDLIB_DIR
-from refinterp.source import SourceFile
+from refinterp.run.intrinsics import lookup
+from refinterp.language.modules import STDLIB_DIR
+from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
 from .conftest import INVOKED

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 
 from .conftest import run
 

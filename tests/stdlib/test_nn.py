@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from refinterp.cli import main
-from refinterp.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 
 from .conftest import run
 

@@ -4,15 +4,15 @@ A `Type` is a primitive base (`int real bool str`, a generic name declared in @d
 for the unknown item type of `[]`) with three modifiers: packed, optional, tensor. `check_expr`
 infers the type of every node of an expression, raising a TypeDiagnostic with the node's span at
 the first error (`1 + true`, `[1, 2.0]`, `x && ..` on ints, `[a..(0.5)]`, ...). The evaluator
-(`refinterp.expr`) reads the inferred types, e.g. to give `[] + ..` of a real pack the value 0.0.
+(`refinterp.language.expr`) reads the inferred types, e.g. to give `[] + ..` of a real pack the value 0.0.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .diagnostics import Diagnostic
-from .syntax import ast
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.syntax import ast
 
 CONCRETE = ("int", "real", "bool", "str")
 ABSTRACT = ("type", "arith", "num")
@@ -454,7 +454,7 @@ _ALLOWED = {"type": CONCRETE, "arith": ("int", "real", "bool"), "num": ("int", "
 
 def type_of_value(value: object) -> Type:
     """The type of a runtime value (used for attribute values given on the command line)."""
-    from .values import NULL, TensorValue
+    from refinterp.language.values import NULL, TensorValue
 
     if value is NULL:
         return Type("any", optional=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic
 
 MAGIC = b"\x4e\xef"
 VERSION = (1, 0)

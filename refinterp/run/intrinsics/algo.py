@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic
-from ..instance import OperatorInstance
-from ..values import NULL
-from . import intrinsic
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import OperatorInstance
+from refinterp.language.values import NULL
+from refinterp.run.intrinsics import intrinsic
 
 
 @intrinsic("algo.top_k")

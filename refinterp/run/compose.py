@@ -23,21 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from . import semantics
-from .arrays import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
-from .binding import free_names
-from .diagnostics import Diagnostic, Frame
-from .expr import Environment, evaluate
-from .instance import (Invocation, InvocationDiagnostic, OperatorInstance, TensorInfo,
+from refinterp.numeric import rules
+from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
+from refinterp.language.binding import free_names
+from refinterp.core.diagnostics import Diagnostic, Frame
+from refinterp.language.expr import Environment, evaluate
+from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance, TensorInfo,
                        instantiate)
-from .intrinsics import lookup as lookup_intrinsic
-from .lower.engines import DEFAULT_ENGINE, ENGINES, Engine
-from .lower.scalar import constant_array
-from .modules import LoadedModule, Program, stdlib_operators_named
-from .params import ParameterStore
-from .syntax import ast
-from .types import CASTS
-from .values import NULL, TensorValue
+from refinterp.run.intrinsics import lookup as lookup_intrinsic
+from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
+from refinterp.lower.scalar import constant_array
+from refinterp.language.modules import LoadedModule, Program, stdlib_operators_named
+from refinterp.run.params import ParameterStore
+from refinterp.syntax import ast
+from refinterp.language.types import CASTS
+from refinterp.language.values import NULL, TensorValue
 
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
@@ -119,7 +119,7 @@ class Scope:
         return Scope(self.instance, self.module, dict(self.tensors),
                      self.path if path is None else path, False, self.block, True)
 
-    def environment(self, profile: semantics.Profile) -> Environment:
+    def environment(self, profile: rules.Profile) -> Environment:
         env = self.instance.environment(profile)
         for name, value in self.tensors.items():  # tensor names visible to x.shape / x.rank
             if not isinstance(value, list) and value is not NULL:
@@ -130,7 +130,7 @@ class Scope:
 class Executor:
     """Runs operators of a loaded program."""
 
-    def __init__(self, program: Program, profile: semantics.Profile = semantics.SPEC,
+    def __init__(self, program: Program, profile: rules.Profile = rules.SPEC,
                  max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
                  params: ParameterStore | DeclaredVariables | None = None,

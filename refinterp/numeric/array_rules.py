@@ -1,6 +1,6 @@
-"""The numeric rules of refinterp.semantics, applied to whole NumPy arrays (the vector engine).
+"""The numeric rules of refinterp.numeric.rules, applied to whole NumPy arrays (the vector engine).
 
-Each function here is the array form of one scalar rule of `refinterp.semantics` and must give,
+Each function here is the array form of one scalar rule of `refinterp.numeric.rules` and must give,
 element by element, the value that rule gives (tests/test_array_semantics.py checks them on
 edge values: nan, ±inf, ±0.0, int64 extremes, both profiles). Where the scalar rule raises a
 NumericError, or where an int result might not fit in int64 (the scalar engine computes with
@@ -11,7 +11,7 @@ element is one the scalar engine never evaluates (a skipped iteration, the other
 `?:`), so its value is irrelevant and may not raise.
 
 Transcendental functions use NumPy's implementations, which may differ from the C library's in
-the last unit of the last place; docs/semantics.md states the resulting tolerance.
+the last unit of the last place; docs/rules.md states the resulting tolerance.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import semantics
-from .semantics import Profile
+from refinterp.numeric import rules
+from refinterp.numeric.rules import Profile
 
 Mask = np.ndarray | None
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -43,7 +43,7 @@ def kind(value: Any) -> str:
         if value.dtype == np.bool_:
             return "bool"
         return "int" if np.issubdtype(value.dtype, np.integer) else "real"
-    return semantics.kind(value)
+    return rules.kind(value)
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -52,12 +52,12 @@ def as_array(value: Any) -> np.ndarray:
         return value
     if isinstance(value, (np.bool_, np.int64, np.float64)):
         return np.asarray(value)
-    k = semantics.kind(value)
+    k = rules.kind(value)
     if k == "bool":
         return np.array(value, dtype=np.bool_)
     if k == "real":
         return np.array(value, dtype=np.float64)
-    if k == "int" and not isinstance(value, semantics.IntInfinity) and \
+    if k == "int" and not isinstance(value, rules.IntInfinity) and \
             INT64_MIN <= value <= INT64_MAX:
         return np.array(value, dtype=np.int64)
     raise Deferred(f"the value {value!r} has no int64/float64/bool array form")
@@ -71,10 +71,10 @@ def _any(condition: np.ndarray, active: Mask) -> bool:
 
 def _promoted(op: str, a: np.ndarray, b: np.ndarray, profile: Profile
               ) -> tuple[np.ndarray, np.ndarray]:
-    """semantics.binary's mixed-operand rule: an error (spec) or, under khronos, a bool compared
-    with a number as 0/1, then the int made real (semantics._promote_mixed)."""
+    """rules.binary's mixed-operand rule: an error (spec) or, under khronos, a bool compared
+    with a number as 0/1, then the int made real (rules._promote_mixed)."""
     kinds = {kind(a), kind(b)}
-    if op in semantics.COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"} \
+    if op in rules.COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"} \
             and profile.mixed_int_real == "promote":
         a, b = (x.astype(np.int64) if kind(x) == "bool" else x for x in (a, b))
         kinds = {kind(a), kind(b)}
@@ -86,21 +86,21 @@ def _promoted(op: str, a: np.ndarray, b: np.ndarray, profile: Profile
 
 
 def binary(op: str, a: Any, b: Any, profile: Profile, active: Mask = None) -> np.ndarray:
-    """`a op b` element-wise: semantics.binary on every active element."""
-    op = semantics.OP_ALIASES.get(op, op)
+    """`a op b` element-wise: rules.binary on every active element."""
+    op = rules.OP_ALIASES.get(op, op)
     a, b = _promoted(op, as_array(a), as_array(b), profile)
     ka, kb = kind(a), kind(b)
-    if op in semantics.COMPARISON_OPS:
+    if op in rules.COMPARISON_OPS:
         if ka != kb:
             raise Deferred(f"'{op}' compares {ka} with {kb}")
         return _COMPARE[op](a, b)
-    if op in semantics.LOGICAL_OPS:
+    if op in rules.LOGICAL_OPS:
         if (ka, kb) != ("bool", "bool"):
             raise Deferred(f"'{op}' needs two bools")
         return _LOGICAL[op](a, b)
     if (ka, kb) not in (("int", "int"), ("real", "real")):
         raise Deferred(f"'{op}' needs two ints or two reals; got {ka} and {kb}")
-    if op in semantics.MIN_MAX_OPS:
+    if op in rules.MIN_MAX_OPS:
         return minimum(a, b, profile) if op == "<<" else maximum(a, b, profile)
     with np.errstate(all="ignore"):
         if ka == "int":
@@ -115,7 +115,7 @@ _LOGICAL = {"&&": np.logical_and, "||": np.logical_or, "^": np.not_equal,
 
 
 def minimum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
-    """semantics._minimum: `b < a ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
+    """rules._minimum: `b < a ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
     result = np.where(b < a, b, a)
     if profile.min_max_nan == "propagate" and kind(result) == "real":
         result = np.where(np.isnan(a) | np.isnan(b), np.nan, result)
@@ -123,7 +123,7 @@ def minimum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
 
 
 def maximum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
-    """semantics._maximum: `a < b ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
+    """rules._maximum: `a < b ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
     result = np.where(a < b, b, a)
     if profile.min_max_nan == "propagate" and kind(result) == "real":
         result = np.where(np.isnan(a) | np.isnan(b), np.nan, result)
@@ -166,7 +166,7 @@ def _int_binary(op: str, a: np.ndarray, b: np.ndarray, profile: Profile,
 
 
 def int_divide(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
-    """semantics.int_divide (b != 0): floor (spec) or toward zero (khronos)."""
+    """rules.int_divide (b != 0): floor (spec) or toward zero (khronos)."""
     floor = np.floor_divide(a, b)
     if profile.int_division == "trunc":
         inexact = np.remainder(a, b) != 0
@@ -175,7 +175,7 @@ def int_divide(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
 
 
 def int_ceil_divide(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
-    """semantics.int_ceil_divide (b != 0): ceiling (spec) or away from zero (khronos)."""
+    """rules.int_ceil_divide (b != 0): ceiling (spec) or away from zero (khronos)."""
     floor = np.floor_divide(a, b)
     inexact = np.remainder(a, b) != 0
     ceiling = np.where(inexact, floor + 1, floor)
@@ -192,7 +192,7 @@ def _real_binary(op: str, a: np.ndarray, b: np.ndarray, profile: Profile) -> np.
     if op == "*":
         return a * b
     if op == "/":
-        return a / b  # IEEE 754, as semantics.real_divide
+        return a / b  # IEEE 754, as rules.real_divide
     if op == "\\":
         return np.ceil(a / b)
     if op == "%":
@@ -203,7 +203,7 @@ def _real_binary(op: str, a: np.ndarray, b: np.ndarray, profile: Profile) -> np.
 
 
 def unary(op: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
-    """semantics.unary element-wise."""
+    """rules.unary element-wise."""
     a = as_array(a)
     k = kind(a)
     if op == "!":
@@ -220,11 +220,11 @@ def unary(op: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
 
 
 def cast(type_name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
-    """semantics.cast element-wise (int(real) truncates; int(nan), int(±inf) and ints beyond
+    """rules.cast element-wise (int(real) truncates; int(nan), int(±inf) and ints beyond
     int64 are Deferred)."""
     a = as_array(a)
     k = kind(a)
-    if type_name not in semantics.CASTABLE or k not in semantics.CASTABLE:
+    if type_name not in rules.CASTABLE or k not in rules.CASTABLE:
         raise Deferred(f"cannot cast {k} to '{type_name}'")
     if type_name == k:
         return a
@@ -249,10 +249,10 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
-    """semantics.builtin element-wise."""
+    """rules.builtin element-wise."""
     a = as_array(a)
     k = kind(a)
-    if name in semantics.NUM_BUILTINS:
+    if name in rules.NUM_BUILTINS:
         if k not in ("int", "real"):
             raise Deferred(f"'{name}' needs an int or a real")
         if name == "abs":
@@ -262,7 +262,7 @@ def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndar
         one = 1.0 if k == "real" else 1
         zero = 0.0 if k == "real" else 0
         return np.where(a > zero, one, np.where(a < zero, -one, zero)).astype(a.dtype)
-    if name not in semantics.REAL_BUILTINS or k != "real":
+    if name not in rules.REAL_BUILTINS or k != "real":
         raise Deferred(f"'{name}' of {k}")
     with np.errstate(all="ignore"):
         if name == "round":
@@ -270,7 +270,7 @@ def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndar
         if name == "frac":
             if profile.frac == "modf":
                 return np.modf(a)[0]
-            # x - floor(x); nan for ±inf; a zero keeps its sign (the int floor in semantics.frac)
+            # x - floor(x); nan for ±inf; a zero keeps its sign (the int floor in rules.frac)
             return np.where(a == 0.0, a, a - np.floor(a))
         if name == "erf":
             return _erf(a) if a.size else a.copy()
@@ -278,7 +278,7 @@ def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndar
 
 
 def round_half_away(a: np.ndarray) -> np.ndarray:
-    """semantics.round_half_away: halves away from zero, the sign of a zero kept."""
+    """rules.round_half_away: halves away from zero, the sign of a zero kept."""
     whole = np.trunc(a)
     rounded = np.where(np.abs(a - whole) >= 0.5, whole + np.sign(a), whole)
     return np.where(np.isfinite(a), np.copysign(rounded, a), a)

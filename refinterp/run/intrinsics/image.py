@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic
-from ..instance import OperatorInstance
-from . import intrinsic
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import OperatorInstance
+from refinterp.run.intrinsics import intrinsic
 
 
 def resize_positions(extent: int, size: int, transform: str) -> np.ndarray:

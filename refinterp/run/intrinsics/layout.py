@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..instance import OperatorInstance
-from . import intrinsic
+from refinterp.language.instance import OperatorInstance
+from refinterp.run.intrinsics import intrinsic
 
 
 @intrinsic("layout.nonzero")

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .diagnostics import Diagnostic, ModuleDiagnostic
-from .source import SourceFile
-from .syntax import ast
-from .syntax.parser import ParseResult, parse_module
+from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic
+from refinterp.core.source import SourceFile
+from refinterp.syntax import ast
+from refinterp.syntax.parser import ParseResult, parse_module
 
 EXTENSIONS = (".sknd", ".nnef")
-STDLIB_DIR = Path(__file__).resolve().parent / "stdlib"
+STDLIB_DIR = Path(__file__).resolve().parent.parent / "stdlib"
 
 
 @dataclass

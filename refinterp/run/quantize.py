@@ -17,15 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import semantics
-from .compose import resolve_callee
-from .diagnostics import Diagnostic, Frame
-from .expr import evaluate
-from .instance import Invocation, OperatorInstance, TensorInfo, instantiate
-from .modules import LoadedModule
-from .source import Span
-from .syntax import ast
-from .values import Value, to_json_data
+from refinterp.numeric import rules
+from refinterp.run.compose import resolve_callee
+from refinterp.core.diagnostics import Diagnostic, Frame
+from refinterp.language.expr import evaluate
+from refinterp.language.instance import Invocation, OperatorInstance, TensorInfo, instantiate
+from refinterp.language.modules import LoadedModule
+from refinterp.core.source import Span
+from refinterp.syntax import ast
+from refinterp.language.values import Value, to_json_data
 
 
 class QuantizationDiagnostic(Diagnostic):
@@ -89,7 +89,7 @@ def invocation_labels(definition: ast.OperatorDef) -> dict[str, list[ast.Call]]:
 
 
 def quantization(instance: OperatorInstance, module: LoadedModule,
-                 profile: semantics.Profile = semantics.SPEC) -> list[QuantEntry]:
+                 profile: rules.Profile = rules.SPEC) -> list[QuantEntry]:
     """The checked @quantize entries of an instantiated operator."""
     block = instance.definition.block("quantize")
     entries: list[QuantEntry] = []

@@ -1,9 +1,9 @@
 """The compile-time expression evaluator (spec §2.4, null propagation §2.4.1).
 
-`evaluate(expr, env)` type-checks the expression (refinterp.types) and then walks the tree.
-Numbers go through refinterp.semantics, the one place for numeric rules; the rules for packs,
+`evaluate(expr, env)` type-checks the expression (refinterp.language.types) and then walks the tree.
+Numbers go through refinterp.numeric.rules, the one place for numeric rules; the rules for packs,
 folds, null propagation, selection and formatting live here, each citing its paragraph. Every
-decision where the spec is silent is listed in docs/semantics.md.
+decision where the spec is silent is listed in docs/rules.md.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import semantics
-from .diagnostics import Diagnostic
-from .syntax import ast
-from .types import (
+from refinterp.numeric import rules
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.syntax import ast
+from refinterp.language.types import (
     CASTS, FOLDS_WITH_INITIAL, Checker, Scope, Type, check_expr, type_of_value,
 )
-from .values import NULL, TensorValue, Value, format_inserted
+from refinterp.language.values import NULL, TensorValue, Value, format_inserted
 
 
 MAX_PACK_LENGTH = 10_000_000  # a longer compile-time pack is a diagnostic, not a memory blow-up
@@ -38,7 +38,7 @@ class Environment:
     types: dict[str, Type] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)          # generic name -> bound
     dtype_bindings: dict[str, str] = field(default_factory=dict)  # generic name -> concrete
-    profile: semantics.Profile = semantics.SPEC
+    profile: rules.Profile = rules.SPEC
 
     def scope(self) -> Scope:
         symbols = {name: self.types.get(name) or type_of_value(value)
@@ -68,7 +68,7 @@ class Evaluator:
         """Apply a semantics function, turning its NumericError into a diagnostic at `node`."""
         try:
             return function(*args, self.profile)
-        except semantics.NumericError as error:
+        except rules.NumericError as error:
             raise self.fail(node, error.message) from None
 
     def item_base(self, node: ast.Node) -> str:
@@ -208,7 +208,7 @@ class Evaluator:
         if node.op == "?":
             return self.eval(node.operand) is not NULL  # §2.4: never null
         operand = self.eval(node.operand)
-        return self.elementwise(node, lambda a: self.numeric(node, semantics.unary, node.op, a),
+        return self.elementwise(node, lambda a: self.numeric(node, rules.unary, node.op, a),
                                 operand)
 
     def eval_binary(self, node: ast.Binary) -> Value:
@@ -227,7 +227,7 @@ class Evaluator:
         if op == "is":
             return self.elementwise(node, _identical, left, right)
         return self.elementwise(
-            node, lambda a, b: self.numeric(node, semantics.binary, op, a, b), left, right)
+            node, lambda a, b: self.numeric(node, rules.binary, op, a, b), left, right)
 
     def eval_fold_with_initial(self, node: ast.Binary) -> Value:
         """§2.4: `x + .. + 42` folds x starting from 42, so an empty x gives 42 (even for
@@ -241,7 +241,7 @@ class Evaluator:
                                 initial)
 
     def reduce(self, node: ast.Node, op: str, pack: tuple, initial: Value) -> Value:
-        return _reduce(lambda o, a, b: self.numeric(node, semantics.binary, o, a, b), op, pack,
+        return _reduce(lambda o, a, b: self.numeric(node, rules.binary, o, a, b), op, pack,
                        initial)
 
     def eval_select(self, node: ast.Select) -> Value:
@@ -273,7 +273,7 @@ class Evaluator:
         if pack is NULL:
             return NULL
         return fold_pack(node.op, pack, node.cumulative, self.item_base(node.operand),
-                         lambda op, a, b: self.numeric(node, semantics.binary, op, a, b))
+                         lambda op, a, b: self.numeric(node, rules.binary, op, a, b))
 
     # ------------------------------------------------------------------ indexing
 
@@ -354,15 +354,15 @@ class Evaluator:
     def eval_cast(self, node: ast.Call, name: str) -> Value:
         target = self.env.dtype_bindings.get(name, name)
         if not node.args:
-            return semantics.default_value(target)
+            return rules.default_value(target)
         value = self.eval(node.args[0])
-        return self.elementwise(node, lambda v: self.numeric(node, semantics.cast, target, v),
+        return self.elementwise(node, lambda v: self.numeric(node, rules.cast, target, v),
                                 value)
 
     def eval_builtin(self, node: ast.Node, name: str, arg: ast.Expr) -> Value:
         value = self.eval(arg)
-        # Decision (docs/semantics.md): built-ins apply element-wise to packs, like operators.
-        return self.elementwise(node, lambda v: self.numeric(node, semantics.builtin, name, v),
+        # Decision (docs/rules.md): built-ins apply element-wise to packs, like operators.
+        return self.elementwise(node, lambda v: self.numeric(node, rules.builtin, name, v),
                                 value)
 
 
@@ -393,7 +393,7 @@ def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,
     if op == "!=":
         return all(not _identical(a, b) for i, a in enumerate(pack) for b in pack[i + 1:])
     if op == ":=":
-        # Decision (docs/semantics.md): the uniform value exists iff the pack is non-empty
+        # Decision (docs/rules.md): the uniform value exists iff the pack is non-empty
         # and all its items are equal by value.
         if pack and all(_identical(v, pack[0]) for v in pack):
             return pack[0]

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import NUMPY_DTYPES as DTYPES, kind_of
-from .diagnostics import Diagnostic
-from .instance import TensorInfo
-from .source import Span
-from .tensorfile import read_tensor, write_tensor
+from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, kind_of
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.instance import TensorInfo
+from refinterp.core.source import Span
+from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .source import Span
+from refinterp.core.source import Span
 
 # Every diagnostic has a stable code: tools (the golden suite's error cases, the harness, CI
 # scripts) match on codes, never on message text. A code is never reused for another meaning.

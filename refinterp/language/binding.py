@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .diagnostics import Diagnostic
-from .syntax import ast
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.syntax import ast
 
 
 class BindingDiagnostic(Diagnostic):

@@ -4,7 +4,7 @@ assertions, and compute output, constant and variable types and shapes.
 The pipeline follows §2.6.1 "Evaluation and binding during an actual invocation":
   1. generic types from explicit arguments; attribute values (given, constant defaults, null for
      optional ones; a single value for a packed attribute waits for its length);
-  2. inputs in the binding order (refinterp.binding): types, rank captures, extents by affine
+  2. inputs in the binding order (refinterp.language.binding): types, rank captures, extents by affine
      deduction or checked, pack lengths, shared and per-item extents of tensor packs;
   3. deferred attribute defaults; 4. lengths of packed attributes checked or expanded;
   then @using and @assert interleaved (§2.9), @output, @constant and @variable.
@@ -18,14 +18,14 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import semantics
-from .binding import affine_form, definition_order, free_names, solve_affine
-from .diagnostics import Diagnostic
-from .expr import Environment, Evaluator, evaluate
-from .source import Span
-from .syntax import ast
-from .types import CONCRETE, Type, check_expr, dtype_scope, type_from_spec, type_of_value
-from .values import NULL, TensorValue, Value, format_inserted, format_literal
+from refinterp.numeric import rules
+from refinterp.language.binding import affine_form, definition_order, free_names, solve_affine
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.expr import Environment, Evaluator, evaluate
+from refinterp.core.source import Span
+from refinterp.syntax import ast
+from refinterp.language.types import CONCRETE, Type, check_expr, dtype_scope, type_from_spec, type_of_value
+from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Invocation:
     attributes: dict[str, Value] = field(default_factory=dict)
     inputs: dict[str, TensorArg | tuple[TensorArg, ...]] = field(default_factory=dict)
     generics: tuple[str, ...] = ()
-    profile: semantics.Profile = semantics.SPEC
+    profile: rules.Profile = rules.SPEC
 
 
 @dataclass
@@ -93,7 +93,7 @@ class OperatorInstance:
     # inputs not given that take their declared default (§2.6): type/shape and uniform value
     defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
 
-    def environment(self, profile: semantics.Profile = semantics.SPEC) -> Environment:
+    def environment(self, profile: rules.Profile = rules.SPEC) -> Environment:
         """An expression environment holding every bound symbol of the instance."""
         return Environment(dict(self.symbols), dict(self.types), dict(self.dtype_bounds),
                            dict(self.dtypes), profile)
@@ -740,7 +740,7 @@ def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
 
 
 def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
-                      profile: semantics.Profile = semantics.SPEC) -> dict[str, TensorInfo]:
+                      profile: rules.Profile = rules.SPEC) -> dict[str, TensorInfo]:
     """The inputs whose declared shapes are fixed by literals and attributes (given, or
     constant defaults), e.g. a graph's `input: real[batch, 3, 224, 224]`: their types need not
     be given to check or run the operator (`shapes`; `eval --random NAME`)."""
