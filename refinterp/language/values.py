@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .syntax.printer import quote_string
+from refinterp.syntax.printer import quote_string
 
 
 class _Null:
