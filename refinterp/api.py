@@ -35,7 +35,7 @@ import numpy as np
 from refinterp.numeric import rules
 from refinterp.numeric.representation import canonical
 from refinterp.run.compose import Executor, Undetermined, abstract_tensor, tensor_info
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic, SelectionDiagnostic
 from refinterp.language.instance import Invocation, TensorInfo, fixed_input_types, instantiate
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY
@@ -58,18 +58,6 @@ __all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_sour
            "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
            "fixed_inputs", "parse_value", "evaluate_expression", "run_operator",
            "stdlib_modules", "PROFILES", "ENGINES"]
-
-
-class SelectionDiagnostic(Diagnostic):
-    """No operator or graph of the requested name."""
-
-    default_code = "E0203"
-
-
-class ArgumentDiagnostic(Diagnostic):
-    """An argument of an API call (or command-line option) is invalid."""
-
-    default_code = "E0901"
 
 
 # ------------------------------------------------------------------------------- programs

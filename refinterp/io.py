@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from refinterp.numeric.representation import canonical
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic, FileDiagnostic
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -37,12 +37,6 @@ ZIP_MAGIC = b"PK"
 _INT64_MAX = np.iinfo(np.int64).max
 _KIND_NAMES = {"U": "text", "S": "bytes", "c": "complex", "V": "structured or raw",
                "M": "datetime", "m": "timedelta", "O": "Python object"}
-
-
-class FileDiagnostic(Diagnostic):
-    """A data file cannot be read or written, or holds arrays refinterp cannot use."""
-
-    default_code = "E0800"
 
 
 # ---------------------------------------------------------------------------------------------

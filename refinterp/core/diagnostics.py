@@ -177,3 +177,89 @@ def render(diag: Diagnostic) -> str:
             lines.append(frames[index])
         index += repeat
     return "\n".join(lines)
+
+
+class TensorFileDiagnostic(Diagnostic):
+    """A tensor file cannot be read or written."""
+
+    default_code = "E0800"
+
+
+class TypeDiagnostic(Diagnostic):
+    """A compile-time expression is ill-typed."""
+
+    default_code = "E0400"
+
+
+class EvalDiagnostic(Diagnostic):
+    """Evaluating a well-typed expression failed (division by zero, index out of range, ...)."""
+
+    default_code = "E0402"
+
+
+class BindingDiagnostic(Diagnostic):
+    """An operator definition whose inputs cannot be bound unambiguously."""
+
+    default_code = "E0300"
+
+
+@dataclass
+class InvocationDiagnostic(Diagnostic):
+    """The invocation is invalid for this definition (a failed assertion, a shape mismatch...).
+
+    `subject` names the argument at fault, ("attribute", name) or ("input", name), so that an
+    invoking @compose can point at that argument of its call (docs/api.md "Where an error is
+    reported")."""
+
+    subject: tuple[str, str] | None = None
+
+    default_code = "E0300"
+
+
+class LoweringDiagnostic(Diagnostic):
+    """A @lower block that cannot be planned (wrong target, two initialisations, ...)."""
+
+    default_code = "E0500"
+
+
+class EngineDiagnostic(Diagnostic):
+    """A @lower formula failed while running (an unguarded index out of range, ...)."""
+
+    default_code = "E0503"
+
+
+class ParameterDiagnostic(Diagnostic):
+    """A variable's value is missing, mis-typed or mis-shaped, or cannot be saved."""
+
+    default_code = "E0700"
+
+
+class QuantizationDiagnostic(Diagnostic):
+    """A @quantize entry names an unknown tensor or an unsuitable operator."""
+
+    default_code = "E1000"
+
+
+class ComposeDiagnostic(Diagnostic):
+    """A composition cannot run (unknown operator, wrong arguments, unsupported construct...)."""
+
+    default_code = "E0600"
+
+
+class FileDiagnostic(Diagnostic):
+    """A data file cannot be read or written, or holds arrays refinterp cannot use."""
+
+    default_code = "E0800"
+
+
+class SelectionDiagnostic(Diagnostic):
+    """No operator or graph of the requested name."""
+
+    default_code = "E0203"
+
+
+class ArgumentDiagnostic(Diagnostic):
+    """An argument of an API call (or command-line option) is invalid."""
+
+    default_code = "E0901"
+

@@ -15,14 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import BindingDiagnostic
 from refinterp.syntax import ast
-
-
-class BindingDiagnostic(Diagnostic):
-    """An operator definition whose inputs cannot be bound unambiguously."""
-
-    default_code = "E0300"
 
 
 @dataclass(frozen=True)

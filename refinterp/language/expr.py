@@ -13,21 +13,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from refinterp.numeric import rules
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import EvalDiagnostic
 from refinterp.syntax import ast
 from refinterp.language.types import (
-    CASTS, FOLDS_WITH_INITIAL, Checker, Scope, Type, check_expr, type_of_value,
+    CASTS, FOLDS_WITH_INITIAL, Scope, Type, check_expr, type_of_value,
 )
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted
 
 
 MAX_PACK_LENGTH = 10_000_000  # a longer compile-time pack is a diagnostic, not a memory blow-up
-
-
-class EvalDiagnostic(Diagnostic):
-    """Evaluating a well-typed expression failed (division by zero, index out of range, ...)."""
-
-    default_code = "E0402"
 
 
 @dataclass

@@ -20,25 +20,12 @@ from typing import Any
 
 from refinterp.numeric import rules
 from refinterp.language.binding import affine_form, definition_order, free_names, solve_affine
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic
 from refinterp.language.expr import Environment, Evaluator, evaluate
 from refinterp.core.source import Span
 from refinterp.syntax import ast
 from refinterp.language.types import CONCRETE, Type, check_expr, dtype_scope, type_from_spec, type_of_value
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
-
-
-@dataclass
-class InvocationDiagnostic(Diagnostic):
-    """The invocation is invalid for this definition (a failed assertion, a shape mismatch...).
-
-    `subject` names the argument at fault, ("attribute", name) or ("input", name), so that an
-    invoking @compose can point at that argument of its call (docs/api.md "Where an error is
-    reported")."""
-
-    subject: tuple[str, str] | None = None
-
-    default_code = "E0300"
 
 
 @dataclass(frozen=True)

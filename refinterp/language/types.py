@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import TypeDiagnostic
 from refinterp.syntax import ast
 
 CONCRETE = ("int", "real", "bool", "str")
@@ -28,12 +28,6 @@ LOGICAL_OPS = ("&&", "||", "^", "=>")
 COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
 ORDER_FOLDS = ("<", "<=", ">", ">=")
 FOLDS_WITH_INITIAL = ("+", "*", "&&", "||", "<<", ">>")
-
-
-class TypeDiagnostic(Diagnostic):
-    """A compile-time expression is ill-typed."""
-
-    default_code = "E0400"
 
 
 @dataclass(frozen=True)

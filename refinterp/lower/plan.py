@@ -14,7 +14,7 @@ import itertools
 from dataclasses import dataclass
 
 from refinterp.language.binding import free_names
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import LoweringDiagnostic
 from refinterp.language.expr import evaluate
 from refinterp.language.instance import OperatorInstance
 from refinterp.syntax import ast
@@ -24,12 +24,6 @@ from refinterp.language.values import NULL, Value, format_literal
 # false for |=; the Khronos dialect also lets min/max start from +inf / -inf).
 NEUTRAL = {"+=": 0, "*=": 1, "&=": True, "|=": False, "<=": "+inf", ">=": "-inf"}
 NEEDS_INITIALISATION = (":=",)
-
-
-class LoweringDiagnostic(Diagnostic):
-    """A @lower block that cannot be planned (wrong target, two initialisations, ...)."""
-
-    default_code = "E0500"
 
 
 @dataclass(frozen=True)

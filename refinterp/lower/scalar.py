@@ -19,7 +19,7 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic, EngineDiagnostic
 from refinterp.language.instance import OperatorInstance, TensorInfo
 from refinterp.syntax import ast
 from refinterp.language.types import CASTS
@@ -34,12 +34,6 @@ UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">
 
 Frame = dict[str, Any]
 Compiled = Callable[[Frame], Value]
-
-
-class EngineDiagnostic(Diagnostic):
-    """A @lower formula failed while running (an unguarded index out of range, ...)."""
-
-    default_code = "E0503"
 
 
 class _Skip(Exception):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import TensorFileDiagnostic
 
 MAGIC = b"\x4e\xef"
 VERSION = (1, 0)
@@ -40,12 +40,6 @@ FLOAT, UINT, QUINT, QINT, INT, BOOL = range(6)
 ITEM_TYPE_NAMES = {FLOAT: "float", UINT: "uint", QUINT: "quantized uint", QINT: "quantized int",
                    INT: "int", BOOL: "bool"}
 _INT_KINDS = {UINT: "u", QUINT: "u", QINT: "i", INT: "i"}
-
-
-class TensorFileDiagnostic(Diagnostic):
-    """A tensor file cannot be read or written."""
-
-    default_code = "E0800"
 
 
 def item_kind(item_type: int) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
 from refinterp.language.binding import free_names
-from refinterp.core.diagnostics import Diagnostic, Frame
+from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance, TensorInfo,
                        instantiate)
@@ -42,12 +42,6 @@ from refinterp.language.values import NULL, TensorValue
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
 FRAMES_PER_CALL = 60
-
-
-class ComposeDiagnostic(Diagnostic):
-    """A composition cannot run (unknown operator, wrong arguments, unsupported construct...)."""
-
-    default_code = "E0600"
 
 
 class Undetermined(Exception):

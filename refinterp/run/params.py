@@ -20,22 +20,15 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
 
 import numpy as np
 
 from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, kind_of
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import ParameterDiagnostic
 from refinterp.language.instance import TensorInfo
 from refinterp.core.source import Span
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
-
-
-
-class ParameterDiagnostic(Diagnostic):
-    """A variable's value is missing, mis-typed or mis-shaped, or cannot be saved."""
-
-    default_code = "E0700"
 
 
 def random_value(name: str, info: TensorInfo, seed: int) -> np.ndarray:

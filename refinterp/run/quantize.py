@@ -19,19 +19,13 @@ from typing import Any
 
 from refinterp.numeric import rules
 from refinterp.run.compose import resolve_callee
-from refinterp.core.diagnostics import Diagnostic, Frame
+from refinterp.core.diagnostics import Diagnostic, Frame, QuantizationDiagnostic
 from refinterp.language.expr import evaluate
 from refinterp.language.instance import Invocation, OperatorInstance, TensorInfo, instantiate
 from refinterp.language.modules import LoadedModule
 from refinterp.core.source import Span
 from refinterp.syntax import ast
 from refinterp.language.values import Value, to_json_data
-
-
-class QuantizationDiagnostic(Diagnostic):
-    """A @quantize entry names an unknown tensor or an unsuitable operator."""
-
-    default_code = "E1000"
 
 
 @dataclass
