@@ -1,0 +1,81 @@
+"""One way to walk expressions: a pass over SkriptND expressions subclasses `ExprVisitor` and
+defines one `visit_<NodeClass>` method per node class it handles, instead of an `isinstance`
+chain (the way lark's `Visitor` and sqlglot's one-method-per-node generator work).
+
+    class Names(ExprVisitor[set]):
+        def visit_Name(self, node):
+            return {node.name}
+        def generic_visit(self, node):
+            return set().union(*(self.visit(child) for child in children(node)))
+
+A pass that must handle every expression class sets `complete = True`; then it raises
+`UnhandledNode` for a class it has no method for, and tests/test_visitor.py fails until every
+such pass has a method for every class in `EXPRESSION_CLASSES` — adding a node type cannot be
+forgotten in a pass that claims to handle them all.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
+
+from refinterp.syntax import ast
+
+R = TypeVar("R")
+
+# Every class an expression (`ast.Expr`) or a list or index item (`ast.ListItem`,
+# `ast.IndexItem`) can be.
+EXPRESSION_CLASSES: tuple[type, ...] = tuple(dict.fromkeys(
+    typing.get_args(ast.Expr) + (ast.Range, ast.Slice)))
+
+
+class UnhandledNode(Exception):
+    """A complete pass met a node class it has no method for (a bug in refinterp)."""
+
+
+class ExprVisitor(Generic[R]):
+    """Dispatch on the node's class: `visit(node, *args)` calls `visit_<Class>(node, *args)`,
+    or `generic_visit` for a class without a method."""
+
+    complete: ClassVar[bool] = False
+    _methods: ClassVar[dict[type, Callable[..., Any] | None]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: Any, *args: Any) -> R:
+        cls = type(node)
+        try:
+            method = self._methods[cls]
+        except KeyError:
+            method = getattr(type(self), f"visit_{cls.__name__}", None)
+            self._methods[cls] = method
+        if method is None:
+            return self.generic_visit(node, *args)
+        return method(self, node, *args)
+
+    def generic_visit(self, node: Any, *args: Any) -> R:
+        """A node class without a `visit_` method: an error for a complete pass; override it to
+        fold over the children (`children(node)`)."""
+        raise UnhandledNode(f"{type(self).__name__} does not handle {type(node).__name__}")
+
+    @classmethod
+    def unhandled(cls) -> list[str]:
+        """The expression classes this pass has no `visit_` method for."""
+        return [c.__name__ for c in EXPRESSION_CLASSES if not hasattr(cls, f"visit_{c.__name__}")]
+
+
+def children(node: Any) -> Iterator[Any]:
+    """The direct sub-nodes of a node (AST nodes inside fields, tuples and tuples of pairs), in
+    field order."""
+    for value in vars(node).values():
+        yield from _nodes(value)
+
+
+def _nodes(value: Any) -> Iterator[Any]:
+    if isinstance(value, ast.Node):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _nodes(item)
