@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from refinterp.numeric import array_rules as A
+from refinterp.numeric.representation import kind_of
 from refinterp.numeric import rules
 from refinterp.language.binding import free_names
 from refinterp.core.diagnostics import Diagnostic
@@ -489,8 +490,8 @@ class VectorFormula:
         if value is NULL or isinstance(value, (tuple, Guard)):
             raise Fallback("the value to store is not a single number")
         array = A.as_array(value)
-        if A.kind(array) != self.kind:
-            raise Fallback(f"a {A.kind(array)} value for a {self.kind} output")
+        if kind_of(array) != self.kind:
+            raise Fallback(f"a {kind_of(array)} value for a {self.kind} output")
         return array
 
     def output_view(self, target: np.ndarray, positions: list[Any]
@@ -659,7 +660,7 @@ class VectorFormula:
         """`+=` of a product into the cells of `view` as one einsum; False if not
         applicable."""
         arrays = [f for f in factors if isinstance(f, np.ndarray) and f.ndim == len(self.shape)]
-        if len(arrays) != len(factors) or any(A.kind(f) != self.kind for f in arrays):
+        if len(arrays) != len(factors) or any(kind_of(f) != self.kind for f in arrays):
             return False
         if (valid is not None or self.padded) and self.kind == "real":
             # 0 * inf is nan: a skipped iteration (masked, or reading padding) must contribute
@@ -730,7 +731,7 @@ class VectorFormula:
         effective = _and(self.live, active)
         if isinstance(value, Guard):
             index = value.value
-            if A.kind(index) != "int":
+            if kind_of(index) != "int":
                 raise Fallback("a guarded index that is not an int")
             inside = (index >= 0) & (index < extent)
             if value.lower is None:
@@ -746,7 +747,7 @@ class VectorFormula:
                                                               index))
             if value.ndim == 0:
                 value = int(value)
-        if isinstance(value, (bool, np.bool_)) or A.kind(value) != "int":
+        if isinstance(value, (bool, np.bool_)) or kind_of(value) != "int":
             raise Fallback("an index that is not an int")
         if isinstance(value, np.ndarray):
             bad = (value < 0) | (value >= extent)
@@ -1024,7 +1025,7 @@ class VectorFormula:
         if b is None:
             return a
         a, b = A.as_array(a), A.as_array(b)
-        if A.kind(a) != A.kind(b):
+        if kind_of(a) != kind_of(b):
             raise Fallback("branches of '?:' of different types")
         return np.where(flag, a, b)
 
@@ -1086,7 +1087,7 @@ class VectorFormula:
         if isinstance(node.operand, ast.Subscript) and isinstance(node.operand.base, ast.Name):
             array = self.arrays.get(node.operand.base.name)
             if isinstance(array, np.ndarray):
-                base = A.kind(array)
+                base = kind_of(array)
         return fold_pack(node.op, pack, node.cumulative, base,
                          lambda op, a, b: self.numeric2(node, op, a, b, active))
 
@@ -1126,7 +1127,7 @@ class VectorFormula:
             if not -len(pack) <= position < len(pack):
                 raise Fallback("a pack index out of range")
             return pack[position]
-        if isinstance(position, np.ndarray) and A.kind(position) == "int" and pack and \
+        if isinstance(position, np.ndarray) and kind_of(position) == "int" and pack and \
                 all(not isinstance(v, (tuple, np.ndarray, Guard)) and v is not NULL
                     for v in pack):
             kinds = {rules.kind(v) for v in pack}

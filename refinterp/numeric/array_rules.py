@@ -23,6 +23,7 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.rules import Profile
+from refinterp.numeric.representation import kind_of
 
 Mask = np.ndarray | None
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -35,15 +36,6 @@ class Deferred(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def kind(value: Any) -> str:
-    """'int', 'real' or 'bool' of an array (or of a Python scalar)."""
-    if isinstance(value, np.ndarray):
-        if value.dtype == np.bool_:
-            return "bool"
-        return "int" if np.issubdtype(value.dtype, np.integer) else "real"
-    return rules.kind(value)
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -73,11 +65,11 @@ def _promoted(op: str, a: np.ndarray, b: np.ndarray, profile: Profile
               ) -> tuple[np.ndarray, np.ndarray]:
     """rules.binary's mixed-operand rule: an error (spec) or, under khronos, a bool compared
     with a number as 0/1, then the int made real (rules._promote_mixed)."""
-    kinds = {kind(a), kind(b)}
+    kinds = {kind_of(a), kind_of(b)}
     if op in rules.COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"} \
             and profile.mixed_int_real == "promote":
-        a, b = (x.astype(np.int64) if kind(x) == "bool" else x for x in (a, b))
-        kinds = {kind(a), kind(b)}
+        a, b = (x.astype(np.int64) if kind_of(x) == "bool" else x for x in (a, b))
+        kinds = {kind_of(a), kind_of(b)}
     if kinds == {"int", "real"}:
         if profile.mixed_int_real != "promote":
             raise Deferred(f"'{op}' mixes int and real")
@@ -89,7 +81,7 @@ def binary(op: str, a: Any, b: Any, profile: Profile, active: Mask = None) -> np
     """`a op b` element-wise: rules.binary on every active element."""
     op = rules.OP_ALIASES.get(op, op)
     a, b = _promoted(op, as_array(a), as_array(b), profile)
-    ka, kb = kind(a), kind(b)
+    ka, kb = kind_of(a), kind_of(b)
     if op in rules.COMPARISON_OPS:
         if ka != kb:
             raise Deferred(f"'{op}' compares {ka} with {kb}")
@@ -117,7 +109,7 @@ _LOGICAL = {"&&": np.logical_and, "||": np.logical_or, "^": np.not_equal,
 def minimum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
     """rules._minimum: `b < a ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
     result = np.where(b < a, b, a)
-    if profile.min_max_nan == "propagate" and kind(result) == "real":
+    if profile.min_max_nan == "propagate" and kind_of(result) == "real":
         result = np.where(np.isnan(a) | np.isnan(b), np.nan, result)
     return result
 
@@ -125,7 +117,7 @@ def minimum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
 def maximum(a: np.ndarray, b: np.ndarray, profile: Profile) -> np.ndarray:
     """rules._maximum: `a < b ? b : a`; with NaN, NaN (spec) or that formula (khronos)."""
     result = np.where(a < b, b, a)
-    if profile.min_max_nan == "propagate" and kind(result) == "real":
+    if profile.min_max_nan == "propagate" and kind_of(result) == "real":
         result = np.where(np.isnan(a) | np.isnan(b), np.nan, result)
     return result
 
@@ -205,7 +197,7 @@ def _real_binary(op: str, a: np.ndarray, b: np.ndarray, profile: Profile) -> np.
 def unary(op: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
     """rules.unary element-wise."""
     a = as_array(a)
-    k = kind(a)
+    k = kind_of(a)
     if op == "!":
         if k != "bool":
             raise Deferred("'!' needs a bool")
@@ -223,7 +215,7 @@ def cast(type_name: str, a: Any, profile: Profile, active: Mask = None) -> np.nd
     """rules.cast element-wise (int(real) truncates; int(nan), int(±inf) and ints beyond
     int64 are Deferred)."""
     a = as_array(a)
-    k = kind(a)
+    k = kind_of(a)
     if type_name not in rules.CASTABLE or k not in rules.CASTABLE:
         raise Deferred(f"cannot cast {k} to '{type_name}'")
     if type_name == k:
@@ -251,7 +243,7 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
     """rules.builtin element-wise."""
     a = as_array(a)
-    k = kind(a)
+    k = kind_of(a)
     if name in rules.NUM_BUILTINS:
         if k not in ("int", "real"):
             raise Deferred(f"'{name}' needs an int or a real")

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from refinterp.numeric import rules
+
 NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 
 
@@ -33,10 +35,19 @@ class AbstractTensor:
         return int(np.prod(self.shape, dtype=object))
 
 
-def kind_of(array: Any) -> str:
-    """The SkriptND type of an array: 'real', 'int', 'bool', or '?' for anything else."""
-    dtype = array.dtype if isinstance(array, (np.ndarray, AbstractTensor)) else \
-        np.asarray(array).dtype
+def kind_of(value: Any) -> str:
+    """THE value-kind function: the SkriptND type of an array, an abstract tensor or a NumPy
+    dtype ('real', 'int', 'bool', or '?' for other dtypes), or of a Python scalar ('bool',
+    'int', 'real', 'str'; see `rules.kind`)."""
+    if isinstance(value, (np.ndarray, AbstractTensor, np.generic)):
+        dtype = value.dtype
+    elif isinstance(value, np.dtype) or (isinstance(value, type) and
+                                         issubclass(value, np.generic)):
+        dtype = np.dtype(value)
+    elif isinstance(value, (bool, int, float, str)) or hasattr(value, "sign"):
+        return rules.kind(value)
+    else:
+        dtype = np.asarray(value).dtype
     return {"f": "real", "i": "int", "u": "int", "b": "bool"}.get(dtype.kind, "?")
 
 
