@@ -36,7 +36,8 @@ from refinterp.numeric import rules
 from refinterp.numeric.representation import canonical
 from refinterp.run.compose import Executor, Undetermined, abstract_tensor, tensor_info
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic, SelectionDiagnostic
-from refinterp.language.instance import Invocation, TensorInfo, fixed_input_types, instantiate
+from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,
+                                         instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY
 from refinterp.language.modules import STDLIB_DIR, LoadedModule, Loader
@@ -56,7 +57,7 @@ MAX_DEPTH = 256
 
 __all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_source",
            "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
-           "fixed_inputs", "parse_value", "evaluate_expression", "run_operator",
+           "fixed_inputs", "parse_value", "describe_type", "evaluate_expression", "run_operator",
            "stdlib_modules", "PROFILES", "ENGINES"]
 
 

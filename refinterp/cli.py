@@ -322,7 +322,7 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
             if item.shape is None:
                 out.result(f"{label}: {item.dtype} (shape derived from the composition)")
                 continue
-            out.result(f"{label}: {_describe_type(item)}")
+            out.result(f"{label}: {api.describe_type(item)}")
     if args.symbols:
         from refinterp.language.values import format_literal
 
@@ -335,7 +335,7 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
         for entry in entries:
             attributes_text = ", ".join(f"{k} = {format_literal(v)}"
                                         for k, v in entry.attributes.items())
-            where = "" if entry.info is None else f", {_describe_type(entry.info)}"
+            where = "" if entry.info is None else f", {api.describe_type(entry.info)}"
             out.result(f"  {entry.tensor} ({entry.kind}{where}): {entry.operator}"
                        f"{{{attributes_text}}}")
     return EXIT_OK
@@ -343,13 +343,6 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
 
 def _type_json(info: Any) -> Any:
     return [_type_json(i) for i in info] if isinstance(info, tuple) else info.as_json()
-
-
-def _describe_type(info: Any) -> str:
-    """`real[2, 3]`, a pack as `[real[2], real[3]]`, a dynamic extent as `~`."""
-    if isinstance(info, tuple):
-        return "[" + ", ".join(_describe_type(i) for i in info) + "]"
-    return f"{info.dtype}[{', '.join('~' if e is None else str(e) for e in info.shape or ())}]"
 
 
 # ------------------------------------------------------------------------------- eval

@@ -44,6 +44,10 @@ class TensorInfo:
         if not any(b is not None for b in self.bounds):  # no bound: one spelling, ()
             object.__setattr__(self, "bounds", ())
 
+    def __str__(self) -> str:
+        """`real[2, 3]`; a dynamic extent `~`; a shape left to the composition `real[?]`."""
+        return describe_type(self)
+
     def as_json(self) -> dict[str, Any]:
         shape = None if self.shape is None else list(self.shape)
         data: dict[str, Any] = {"type": self.dtype, "shape": shape}
@@ -53,6 +57,16 @@ class TensorInfo:
 
 
 TensorArg = TensorInfo  # an actual input of an invocation
+
+
+def describe_type(info: "TensorInfo | tuple") -> str:
+    """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~`, a shape derived from
+    the composition as `real[?]`, a pack as `[real[2], real[3]]`."""
+    if isinstance(info, tuple):
+        return "[" + ", ".join(describe_type(i) for i in info) + "]"
+    shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
+                                                     for e in info.shape)
+    return f"{info.dtype}[{shape}]"
 
 
 @dataclass

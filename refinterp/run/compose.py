@@ -28,8 +28,8 @@ from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTen
 from refinterp.language.binding import free_names
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
 from refinterp.language.expr import Environment, evaluate
-from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance, TensorInfo,
-                       instantiate)
+from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance,
+                                         TensorInfo, describe_type, instantiate)
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.scalar import constant_array
@@ -274,7 +274,7 @@ class Executor:
         if mismatch:
             raise ComposeDiagnostic(
                 f"{what} '{name}' is {'composed' if what == 'output' else 'updated'} as "
-                f"{_describe(actual)} but declared {_describe(declared)}",
+                f"{describe_type(actual)} but declared {describe_type(declared)}",
                 _declaration_span(instance.definition, name), code="E0603")
         for d, a in zip(declared_items, actual_items):
             for axis, (bound, extent) in enumerate(zip(d.bounds, a.shape or ())):
@@ -606,7 +606,7 @@ class Executor:
         if isinstance(value, tuple):
             raise ComposeDiagnostic("a compile-time pack is not a tensor; write a list of "
                                     "tensors", node.span)
-        return np.array(value, dtype=DTYPES[_kind(value)])
+        return np.array(value, dtype=DTYPES[rules.kind(value)])
 
     # ------------------------------------------------------------------ invocations
 
@@ -792,20 +792,6 @@ def _value_names(node: object) -> set[str]:
     if isinstance(node, tuple):
         return set().union(*(_value_names(v) for v in node)) if node else set()
     return set()
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    return "int" if isinstance(value, int) else "real"
-
-
-def _describe(info: TensorInfo | tuple) -> str:
-    if isinstance(info, tuple):
-        return "[" + ", ".join(_describe(i) for i in info) + "]"
-    shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
-                                                     for e in info.shape)
-    return f"{info.dtype}[{shape}]"
 
 
 def _declaration_span(definition: ast.OperatorDef, name: str) -> Any:

@@ -26,7 +26,7 @@ import numpy as np
 
 from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, kind_of
 from refinterp.core.diagnostics import ParameterDiagnostic
-from refinterp.language.instance import TensorInfo
+from refinterp.language.instance import TensorInfo, describe_type
 from refinterp.core.source import Span
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
@@ -76,7 +76,7 @@ class ParameterStore:
         value, origin = self._find(scoped, info)
         if value is None:
             raise ParameterDiagnostic(
-                f"no value for variable '{scoped}' ({_describe(info)})", span,
+                f"no value for variable '{scoped}' ({describe_type(info)})", span,
                 [f"expected: {' or '.join(repr(n) for n in self.candidates(scoped))} in "
                  f"--params, or the file {scoped}.dat in "
                  f"{self.folder if self.folder else 'the model folder'}",
@@ -111,7 +111,7 @@ class ParameterStore:
             d is None or d == s for d, s in zip(declared, shape))
         if kind != info.dtype or not shape_ok:
             raise ParameterDiagnostic(
-                f"variable '{scoped}' is declared {_describe(info)} but {origin} holds "
+                f"variable '{scoped}' is declared {describe_type(info)} but {origin} holds "
                 f"{kind}{list(shape)}", span, code="E0701")
 
     def update(self, scoped: str, value: np.ndarray) -> None:
@@ -153,8 +153,3 @@ def load_params(path: str | Path) -> dict[str, np.ndarray]:
             return {key: archive[key] for key in archive.files}
     except (OSError, ValueError) as exc:
         raise ParameterDiagnostic(f"cannot read --params '{path}': {exc}") from None
-
-
-def _describe(info: TensorInfo) -> str:
-    shape = ", ".join("~" if e is None else str(e) for e in info.shape or ())
-    return f"{info.dtype}[{shape}]"
