@@ -40,7 +40,8 @@ from refinterp.language.instance import (Invocation, TensorInfo, describe_type, 
                                          instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY
-from refinterp.language.modules import STDLIB_DIR, LoadedModule, Loader
+from refinterp.language.modules import (STDLIB_DIR, LoadedModule, Loader, find_operator,
+                                        unknown_operator_notes)
 from refinterp.language.modules import Program as _LoadedProgram
 from refinterp.run.params import ParameterStore
 from refinterp.signature import OperatorSignature, module_signatures, signature as _signature
@@ -108,23 +109,13 @@ class Program:
             raise SelectionDiagnostic(
                 f"{main.path} defines {len(definitions)} operators; choose one with --op NAME",
                 notes=["candidates: " + (", ".join(d.name for d in definitions) or "none")])
-        *module_path, short = name.split(".")
-        module = main
-        if module_path and ".".join(module_path) != main.name:
-            module = main.imports.get(".".join(module_path))
-            if module is None:
-                raise SelectionDiagnostic(
-                    f"no module '{'.'.join(module_path)}' is imported by {main.path}",
-                    notes=["imports: " + (", ".join(main.imports) or "none")])
-        for definition in module.tree.definitions:
-            if definition.name == short:
-                return definition, module
-        import difflib
-        names = [d.name for d in module.tree.definitions]
-        close = difflib.get_close_matches(short, names, n=3)
-        notes = [f"did you mean {' or '.join(close)}?"] if close else []
-        raise SelectionDiagnostic(f"no operator or graph '{name}' in {module.path}",
-                                  notes=notes + ["candidates: " + (", ".join(names) or "none")])
+        found = find_operator(tuple(name.split(".")), main)
+        if found is not None:
+            return found
+        raise SelectionDiagnostic(
+            f"no operator or graph '{name}' in {main.path}",
+            notes=unknown_operator_notes(tuple(name.split(".")), main, self.loaded.stdlib)
+            + ["candidates: " + (", ".join(d.name for d in definitions) or "none")])
 
 
 _CACHE: dict[tuple, tuple[Program, tuple]] = {}

@@ -198,3 +198,54 @@ def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
                 module = ".".join(path.relative_to(stdlib).with_suffix("").parts)
                 found.append(f"{module}.{name}")
     return found
+
+
+def find_operator(callee: tuple[str, ...], module: LoadedModule
+                  ) -> tuple[ast.OperatorDef, LoadedModule] | None:
+    """THE operator lookup (spec §2.15): `op` in `module`, or `a.b.op` in the module imported
+    as `a.b` — or in `module` itself when that is its own name (math.sknd's `lp_reduce` invokes
+    `math.abs`, as in spec §4.2.6 and the Khronos stdlib). None when there is none;
+    `unknown_operator_notes` then says why."""
+    *path, name = callee
+    target = module if not path else module.imports.get(".".join(path))
+    if target is None and ".".join(path) == module.name:
+        target = module
+    if target is not None:
+        for definition in target.tree.definitions:
+            if definition.name == name:
+                return definition, target
+    return None
+
+
+def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
+                           stdlib: Path = STDLIB_DIR) -> list[str]:
+    """The notes of an unknown operator: close names in the module searched (did you mean),
+    an import that is missing, or, for an unqualified name, the standard operators of that
+    name and the import they need (`relu` → `nn.relu`, `import nn;`)."""
+    import difflib
+
+    *path, name = callee
+    searched = module if not path or ".".join(path) == module.name else \
+        module.imports.get(".".join(path))
+    notes = []
+    if searched is None:
+        notes.append(f"no module '{'.'.join(path)}' is imported here")
+        if ".".join(callee) in stdlib_operators_named(name, stdlib):
+            notes.append(f"add 'import {'.'.join(path)};'")
+        return notes
+    close = difflib.get_close_matches(name, [d.name for d in searched.tree.definitions])
+    if close:
+        notes.append("did you mean " + " or ".join(".".join((*path, c)) for c in close) + "?")
+    if path or notes:
+        return notes
+    found = [f"{m.name}.{name}" for m in module.imports.values()
+             if any(d.name == name for d in m.tree.definitions)]
+    if found:
+        return ["did you mean " + " or ".join(found) + "? (operators of an imported module are "
+                "invoked by their qualified name)"]
+    found = stdlib_operators_named(name, stdlib)
+    if found:
+        modules = sorted({f.rpartition(".")[0] for f in found})
+        return ["did you mean " + " or ".join(found) + "? (add "
+                + " or ".join(f"'import {m};'" for m in modules) + ")"]
+    return []

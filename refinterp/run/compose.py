@@ -16,7 +16,6 @@ innermost call in the user's code. The original place stays as a related span.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,8 @@ from refinterp.language.instance import (Invocation, InvocationDiagnostic, Opera
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.scalar import constant_array
-from refinterp.language.modules import LoadedModule, Program, stdlib_operators_named
+from refinterp.language.modules import (LoadedModule, Program, find_operator,
+                                        unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
 from refinterp.language.types import CASTS
@@ -616,7 +616,7 @@ class Executor:
     def resolve(self, node: ast.Call, module: LoadedModule, quiet: bool = False
                 ) -> tuple[ast.OperatorDef, LoadedModule] | None:
         """`op` in the invoking module, or `a.b.op` in the imported module `a.b`."""
-        found = resolve_callee(node.callee, module)
+        found = find_operator(node.callee, module)
         if found is not None:
             definition, target = found
             if definition.name.startswith("_") and target is not module and not quiet:
@@ -628,38 +628,9 @@ class Executor:
             return found
         if quiet:
             return None
-        *path, name = node.callee
-        imported = module if not path or ".".join(path) == module.name else \
-            module.imports.get(".".join(path))
-        notes = []
-        if imported is None:
-            notes.append(f"no module '{'.'.join(path)}' is imported here")
-            if ".".join(node.callee) in stdlib_operators_named(name, self.program.stdlib):
-                notes.append(f"add 'import {'.'.join(path)};'")
-        else:
-            close = difflib.get_close_matches(name, [d.name for d in imported.tree.definitions])
-            if close:
-                notes.append("did you mean " + " or ".join(
-                    ".".join((*path, c)) for c in close) + "?")
-        if not path and not notes:  # `relu(x)`: name the standard operators of that name
-            notes.extend(self.qualified_hint(name, module))
-        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span, notes,
+        raise ComposeDiagnostic(f"unknown operator '{'.'.join(node.callee)}'", node.span,
+                                unknown_operator_notes(node.callee, module, self.program.stdlib),
                                 code="E0601")
-
-    def qualified_hint(self, name: str, module: LoadedModule) -> list[str]:
-        """`did you mean nn.relu?` for an unqualified name that a standard module defines (and
-        which import it needs)."""
-        found = [f"{m.name}.{name}" for m in module.imports.values()
-                 if any(d.name == name for d in m.tree.definitions)]
-        if found:
-            return ["did you mean " + " or ".join(found) + "? (operators of an imported "
-                    "module are invoked by their qualified name)"]
-        found = stdlib_operators_named(name, self.program.stdlib)
-        if found:
-            modules = sorted({f.rpartition(".")[0] for f in found})
-            return ["did you mean " + " or ".join(found) + "? (add "
-                    + " or ".join(f"'import {m};'" for m in modules) + ")"]
-        return []
 
     def invoke(self, node: ast.Call, scope: Scope, path: ScopePath | None = None) -> list[Any]:
         """Run an invocation. Its scoped name: the explicit label under the caller's scope, or
@@ -760,22 +731,6 @@ def _reads(component: ast.Component) -> set[str]:
     inside = set().union(*(free_names(t) for t in component.targets
                            if not isinstance(t, ast.LName))) if component.targets else set()
     return free_names(component.value) | (inside - plain)
-
-
-def resolve_callee(callee: tuple[str, ...], module: LoadedModule
-                   ) -> tuple[ast.OperatorDef, LoadedModule] | None:
-    """The definition `op` of `module`, or `a.b.op` of the module imported as `a.b` — or of
-    `module` itself when that is its own name (math.sknd's `lp_reduce` calls `math.abs`, in the
-    spec §4.2.6 and in the Khronos stdlib)."""
-    *path, name = callee
-    target = module if not path else module.imports.get(".".join(path))
-    if target is None and ".".join(path) == module.name:
-        target = module
-    if target is not None:
-        for definition in target.tree.definitions:
-            if definition.name == name:
-                return definition, target
-    return None
 
 
 def _value_names(node: object) -> set[str]:

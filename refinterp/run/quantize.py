@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refinterp.numeric import rules
-from refinterp.run.compose import resolve_callee
+from refinterp.language.modules import find_operator
 from refinterp.core.diagnostics import Diagnostic, Frame, QuantizationDiagnostic
 from refinterp.language.expr import evaluate
 from refinterp.language.instance import Invocation, OperatorInstance, TensorInfo, instantiate
@@ -90,7 +90,7 @@ def quantization(instance: OperatorInstance, module: LoadedModule,
     env = instance.environment(profile)
     for entry in block.entries if block else ():
         kind = _resolve_tensor(entry.tensor, instance.definition, module, entry.span, own=True)
-        found = resolve_callee(entry.operator, module)
+        found = find_operator(entry.operator, module)
         name = ".".join(entry.operator)
         if found is None:
             raise QuantizationDiagnostic(f"unknown quantization operator '{name}'", entry.span)
@@ -157,7 +157,7 @@ def _resolve_tensor(path: tuple[str, ...], definition: ast.OperatorDef,
             ["labels: " + (", ".join(sorted(invocation_labels(definition))) or "none")])
     errors: list[Diagnostic] = []
     for call in calls:
-        found = resolve_callee(call.callee, module)
+        found = find_operator(call.callee, module)
         if found is None:
             continue
         callee, callee_module = found
