@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from refinterp.cli import main
-from spec_tests.nnef_files import write_dat
+from testsupport.nnef_files import write_dat
 from spec_tests.test_2_10_compose import OPS as BASIC_OPS  # mul, add, ...
 
 OPS = BASIC_OPS + """

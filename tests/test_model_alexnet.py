@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from refinterp.cli import main
-from spec_tests.nnef_files import write_dat
+from testsupport.nnef_files import write_dat
 
 OPS = """# Small operators for the test model (not the standard library).
 operator conv {

@@ -1,5 +1,5 @@
 """The NNEF binary tensor format (refinterp/tensorfile.py), checked against files built byte by
-byte from the format description (spec_tests/nnef_files.py: 128-byte header, little-endian
+byte from the format description (testsupport/nnef_files.py: 128-byte header, little-endian
 payload)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
-from spec_tests.nnef_files import header
+from testsupport.nnef_files import header
 
 
 def write_file(path: Path, data: bytes) -> Path:

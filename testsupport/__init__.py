@@ -1,0 +1,1 @@
+"""Test helpers shared by spec_tests/ and tests/ (independent of refinterp: they never import it)."""
