@@ -35,6 +35,7 @@ import numpy as np
 from refinterp.numeric import rules
 from refinterp.numeric.representation import canonical
 from refinterp.run.compose import Executor, Undetermined, abstract_tensor, tensor_info
+from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic, SelectionDiagnostic
 from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,
                                          instantiate)
@@ -118,7 +119,7 @@ class Program:
             + ["candidates: " + (", ".join(d.name for d in definitions) or "none")])
 
 
-_CACHE: dict[tuple, tuple[Program, tuple]] = {}
+_CACHE: BoundedCache[tuple[Program, tuple]] = BoundedCache(64)  # recently loaded programs
 
 
 def _stamps(program: _LoadedProgram) -> tuple:
@@ -146,7 +147,7 @@ def load(path: str | Path, *, stdlib: str | Path | None = None,
     if cached is not None and _stamps(cached[0].loaded) == cached[1]:
         return cached[0]
     program = Program(Loader(list(search_path), stdlib).load(path))
-    _CACHE[key] = (program, _stamps(program.loaded))
+    _CACHE.put(key, (program, _stamps(program.loaded)))
     return program
 
 

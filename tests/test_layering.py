@@ -62,3 +62,15 @@ def test_the_layering_test_sees_a_violation(tmp_path) -> None:
     bad.write_text("from refinterp.run.compose import Executor\n")
     assert imports(bad) == ["refinterp.run.compose"]
     assert ring_of("refinterp.run.compose")[0] > ring_of("refinterp.language.expr")[0]
+
+
+def test_bounded_cache_keeps_the_most_recently_used() -> None:
+    from refinterp.core.cache import BoundedCache
+
+    cache: BoundedCache[int] = BoundedCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # a is now the most recent
+    cache.put("c", 3)
+    assert cache.get("b") is None and cache.get("a") == 1 and cache.get("c") == 3
+    assert len(cache) == 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic
 from refinterp.core.source import SourceFile
 from refinterp.syntax import ast
@@ -77,7 +78,8 @@ def read_source(path: Path) -> SourceFile:
         raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
 
 
-_PARSED: dict[tuple[str, Path], tuple[SourceFile, ParseResult]] = {}
+# the 256 most recently loaded files (the stdlib has 8 modules; a test session a few hundred)
+_PARSED: BoundedCache[tuple[SourceFile, ParseResult]] = BoundedCache(256)
 
 
 def _parsed(path: Path) -> tuple[SourceFile, ParseResult]:
@@ -90,7 +92,7 @@ def _parsed(path: Path) -> tuple[SourceFile, ParseResult]:
     if cached is not None and cached[0].text == source.text:
         return cached
     result = parse_module(source)
-    _PARSED[key] = (source, result)
+    _PARSED.put(key, (source, result))
     return source, result
 
 
