@@ -1,4 +1,4 @@
-"""Spec §2.10: composing operators — first part of issue 6 (invocations, regions, branching)."""
+"""Spec §2.10: composing operators (invocations, regions, branching)."""
 
 from __future__ import annotations
 

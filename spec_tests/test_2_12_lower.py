@@ -1,5 +1,5 @@
 """Spec §2.12: every example of "Defining lower level computation", run by the scalar engine
-and compared with independent NumPy code (issue 5)."""
+and compared with independent NumPy code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §2.12: planning @lower formulas (the analysis both engines share; issue 5 part 1)."""
+"""Spec §2.12: planning @lower formulas (the analysis both engines share)."""
 
 from __future__ import annotations
 

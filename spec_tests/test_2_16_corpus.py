@@ -1,6 +1,6 @@
 """Every code block of the draft spec (repaired, spec_tests/corpus/) loads with its imports.
 
-Spec §2.16 (formal grammar) and every section with a code block; issue 2 acceptance.
+Spec §2.16 (formal grammar) and every section with a code block.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Spec §2.5–2.9 and §2.13: instantiating operators with the spec's own examples (issue 4)."""
+"""Spec §2.5–2.9 and §2.13: instantiating operators with the spec's own examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §2.6 affine extents and §2.6.1 binding order of input shapes (first part of issue 4)."""
+"""Spec §2.6 affine extents and §2.6.1 binding order of input shapes."""
 
 from __future__ import annotations
 

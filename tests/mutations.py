@@ -1,4 +1,4 @@
-"""Token-level mutations of SkriptND text, for robustness fuzzing (issue 2 acceptance).
+"""Token-level mutations of SkriptND text, for robustness fuzzing.
 
 A variant deletes, duplicates, swaps or truncates tokens of a valid file; the parser must answer
 every variant with a diagnostic or a tree, never with any other exception.

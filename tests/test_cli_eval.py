@@ -1,4 +1,4 @@
-"""`refinterp eval`: inputs from npz / npy / literals / random, outputs to npz (issue 5)."""
+"""`refinterp eval`: inputs from npz / npy / literals / random, outputs to npz."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`refinterp expr`: literal and JSON output, attributes, profiles, diagnostics (issue 3)."""
+"""`refinterp expr`: literal and JSON output, attributes, profiles, diagnostics."""
 
 from __future__ import annotations
 

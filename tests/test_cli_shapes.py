@@ -1,4 +1,4 @@
-"""`refinterp shapes`: instantiate an operator from the command line (issue 4)."""
+"""`refinterp shapes`: instantiate an operator from the command line."""
 
 from __future__ import annotations
 

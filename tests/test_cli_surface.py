@@ -1,4 +1,4 @@
-"""The command-line surface of issue 14: graphs checked before they run, discovery, reproducible
+"""The command-line surface: graphs checked before they run, discovery, reproducible
 runs, output paths checked first, errors at the user's call site, `expr -inf`, and the smaller
 items (hints, messages, --version, help texts, fmt --check, one rule for unknown names)."""
 

@@ -1,4 +1,4 @@
-"""Syntax errors point at the exact line and column (issue 2 acceptance)."""
+"""Syntax errors point at the exact line and column."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""2,000 mutated corpus files give only refinterp diagnostics, never a crash (issue 2)."""
+"""2,000 mutated corpus files give only refinterp diagnostics, never a crash."""
 
 from __future__ import annotations
 

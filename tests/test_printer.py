@@ -1,4 +1,4 @@
-"""Canonical printer: parse(print(tree)) == tree (issue 2, deliverable 4)."""
+"""Canonical printer: parse(print(tree)) == tree."""
 
 from __future__ import annotations
 

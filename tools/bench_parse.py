@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: parse every corpus file (issue 2 target: all together in under 1 s).
+"""Benchmark: parse every corpus file (target: all together in under 1 s).
 
 Usage: python3 tools/bench_parse.py [--repeat N] [DIR]
 

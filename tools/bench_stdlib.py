@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: load the whole bundled stdlib (issue 7 target: under 1 s).
+"""Benchmark: load the whole bundled stdlib (target: under 1 s).
 
 Usage: python3 tools/bench_stdlib.py [--repeat N] [--stdlib DIR]
 

@@ -1,9 +1,9 @@
-"""The standard library is complete (issue 7): every operator of spec chapter 4, and those of
+"""The standard library is complete: every operator of spec chapter 4, and those of
 today's converters, exists in its bundled module — with a body, or as a registered intrinsic —
 and the module's test file invokes it at least twice.
 
 The catalogue below is written from the spec's chapter-4 headings (including the operators
-whose bodies the extraction lost: only their headings survived) and issue 7's list of
+whose bodies the extraction lost: only their headings survived) and the list of
 additions; it is not read from the stdlib, so a deleted or misnamed operator fails here.
 """
 
