@@ -163,7 +163,7 @@ def test_engines_agree_and_verbose_names_them(tmp_path: Path, capsys) -> None:
         results[engine] = np.load(out)["C"]
         err = capsys.readouterr().err
         expected = "scalar" if engine == "scalar" else "vector"  # 6000 iterations: auto vectorises
-        assert f"engine: matmul (" in err and err.rstrip().endswith(expected), err
+        assert "engine: matmul (" in err and err.rstrip().endswith(expected), err
     for engine in ("vector", "auto"):
         np.testing.assert_allclose(results[engine], a @ b, rtol=1e-12)
     np.testing.assert_allclose(results["scalar"], a @ b, rtol=1e-12)

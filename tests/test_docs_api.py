@@ -102,4 +102,4 @@ def test_the_code_regex_finds_both_spellings() -> None:
 def test_the_command_line_section_is_left_to_the_cli() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert "\n## Command line\n" in text
-    assert "<!-- CLI section: maintained with refinterp/cli.py -->" in text
+    assert "<!-- CLI section: maintained with refinterp/cli/ -->" in text

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from refinterp.core.diagnostics import SyntaxDiagnostic
-from refinterp.core.source import SourceFile, Span
+from refinterp.core.source import SourceFile
 
 # Punctuators and operators, longest first so that the regex alternation is maximal munch.
 OPERATORS: tuple[str, ...] = (
@@ -54,9 +54,6 @@ class Token:
 
     def is_op(self, *ops: str) -> bool:
         return self.kind == "op" and self.text in ops
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "name" and self.text in words
 
 
 def tokenize(source: SourceFile, start: int = 0, stop: int | None = None) -> list[Token]:
@@ -108,8 +105,3 @@ def _bad_character(source: SourceFile, pos: int) -> SyntaxDiagnostic:
         return SyntaxDiagnostic("expected a block name after '@'", source.span(pos, pos + 1))
     shown = repr(char) if char.isprintable() else f"U+{ord(char):04X}"
     return SyntaxDiagnostic(f"unexpected character {shown}", source.span(pos, pos + 1))
-
-
-def token_span(source: SourceFile, token: Token) -> Span:
-    """The span of one token."""
-    return source.span(token.start, token.end)

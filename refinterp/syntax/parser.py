@@ -1,52 +1,44 @@
-"""Recursive-descent parser: tokens → `syntax.ast` nodes, for both dialects in use.
+"""Recursive-descent parser: SkriptND text → `syntax.ast` nodes, for both dialects in use.
 
 The grammar, the operator precedence table and every choice where the draft spec is silent are
 written down in docs/grammar.md; keep the two in step. The parser stops at the first error and
 raises a SyntaxDiagnostic pointing at the offending token.
+
+The work is split in three layers, each a class deriving from the one before:
+`syntax.cursor.TokenCursor` (token look-ahead, spans, diagnostics),
+`syntax.expressions.ExpressionParser` (expressions and their precedence table), and `Parser`
+here (imports, definitions, blocks and their entries: declarations, @lower, @compose/@update).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable
 
 from refinterp.core.diagnostics import Diagnostic, SyntaxDiagnostic
-from refinterp.core.source import SourceFile, Span
+from refinterp.core.source import SourceFile
 from refinterp.syntax import ast
-from refinterp.syntax.lexer import Token, tokenize
-
-T = TypeVar("T")
-
-# Binary operators, low → high precedence; every level is left-associative (docs/grammar.md).
-# Level 0 (select `?:` and coalescing `??`) and the unary level are handled separately.
-BINARY_PRECEDENCE: dict[str, int] = {
-    "=>": 1,
-    "&&": 2, "||": 2, "^": 2,
-    "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3, "is": 3, "in": 3,
-    "<?": 4, ">?": 4, "<<": 4, ">>": 4,
-    "+": 5, "-": 5,
-    "*": 6, "/": 6, "%": 6, "\\": 6,
-    "**": 8,
-}
-UNARY_PRECEDENCE = 7
-FOLD_PRECEDENCE = {":=": 3}  # `:=` exists only as a fold, at the comparison level (Khronos)
-UNARY_OPERATORS = ("+", "-", "!", "?")
-WORD_OPERATORS = ("is", "in")
-
-# The Khronos spellings of minimum / maximum, normalised to the draft spec's.
-MINMAX_SPELLING = {"<?": "<<", ">?": ">>", "<?=": "<=", ">?=": ">="}
-
-FOLD_OPERATORS = frozenset(
-    ["+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", ":=", "<<", ">>", "<?", ">?"]
+from refinterp.syntax.expressions import (
+    BINARY_PRECEDENCE,
+    FOLD_PRECEDENCE,
+    MINMAX_SPELLING,
+    UNARY_PRECEDENCE,
+    ExpressionParser,
 )
-CUMULATIVE_OPERATORS = frozenset(["+", "*", "&&", "||", "<<", ">>", "<?", ">?"])
+from refinterp.syntax.lexer import Token
+
+# The precedence table is imported from here by the printer.
+__all__ = [
+    "BINARY_PRECEDENCE", "FOLD_PRECEDENCE", "UNARY_PRECEDENCE",
+    "ParseResult", "Parser", "parse_expression", "parse_module",
+]
 
 LOWERING_OPERATORS = ("=", "+=", "*=", "&=", "|=", ":=", "<=", ">=", "<?=", ">?=")
 TYPE_MODIFIERS = ("static", "dynamic")
 LOOP_WORDS = ("with", "for", "while", "do", "unroll")
 
-# Tokens that can end an expression; after one of them a word like `is`/`in` is an operator.
-_STARTS_EXPRESSION_OPS = ("(", "[", "+", "-", "!", "?", "~", "|")
+# Operators that can start an operand; `static`/`dynamic` followed by one of them is a modifier.
+_STARTS_OPERAND_OPS = ("(", "[", "+", "-", "!", "?", "~", "|")
 
 
 @dataclass(frozen=True)
@@ -66,7 +58,7 @@ def parse_module(source: SourceFile) -> ParseResult:
 
 def parse_expression(source: SourceFile) -> ast.Expr:
     """Parse a file that holds a single expression (used by `refinterp expr` and tests)."""
-    parser = Parser(source)
+    parser = ExpressionParser(source)
 
     def whole() -> ast.Expr:
         expr = parser.parse_item()
@@ -76,139 +68,11 @@ def parse_expression(source: SourceFile) -> ast.Expr:
     return parser.guard(whole)
 
 
-class Parser:
-    """One parse of one token stream. Use `parse_module` / `parse_expression`."""
+class Parser(ExpressionParser):
+    """One parse of a whole module: imports, definitions, blocks and their entries.
 
-    def __init__(self, source: SourceFile, tokens: list[Token] | None = None) -> None:
-        self.source = source
-        self.tokens = tokens if tokens is not None else tokenize(source)
-        self.pos = 0
-        self.warnings: list[Diagnostic] = []
-        self._parenthesized: set[int] = set()
-        self.end_description = "end of file"
-
-    # ------------------------------------------------------------------ token helpers
-
-    @property
-    def tok(self) -> Token:
-        return self.tokens[self.pos]
-
-    def peek(self, offset: int = 1) -> Token:
-        index = min(self.pos + offset, len(self.tokens) - 1)
-        return self.tokens[index]
-
-    def advance(self) -> Token:
-        token = self.tokens[self.pos]
-        if token.kind != "eof":
-            self.pos += 1
-        return token
-
-    def at_op(self, *ops: str) -> bool:
-        token = self.tokens[self.pos]
-        return token.kind == "op" and token.text in ops
-
-    def at_word(self, *words: str) -> bool:
-        token = self.tokens[self.pos]
-        return token.kind == "name" and token.text in words
-
-    def accept_op(self, op: str) -> Token | None:
-        if self.at_op(op):
-            return self.advance()
-        return None
-
-    def accept_word(self, word: str) -> Token | None:
-        if self.at_word(word):
-            return self.advance()
-        return None
-
-    def expect_op(self, op: str, context: str = "", opened: Token | None = None) -> Token:
-        if self.at_op(op):
-            return self.advance()
-        what = f"'{op}'" + (f" {context}" if context else "")
-        if op == ";" and self.pos > 0:
-            # A forgotten ';' at the end of a line: point just past the line's last token.
-            previous = self.tokens[self.pos - 1]
-            if self.source.position(previous.end)[0] < self.source.position(self.tok.start)[0]:
-                after_line = self.source.span(previous.end, previous.end + 1)
-                raise SyntaxDiagnostic(
-                    f"expected {what}, found {self.describe(self.tok)} on the next line",
-                    after_line)
-        raise self.error_expected(what, opened)
-
-    def expect_word(self, word: str, context: str = "") -> Token:
-        if self.at_word(word):
-            return self.advance()
-        raise self.error_expected(f"'{word}'" + (f" {context}" if context else ""))
-
-    def expect_name(self, what: str = "a name") -> Token:
-        if self.tok.kind == "name":
-            return self.advance()
-        raise self.error_expected(what)
-
-    def expect_eof(self) -> None:
-        if self.tok.kind != "eof":
-            raise self.error_expected("end of input")
-
-    def span(self, start: Token) -> Span:
-        """The span from `start` to the end of the last consumed token."""
-        end = self.tokens[self.pos - 1].end if self.pos > 0 else start.end
-        return self.source.span(start.start, max(end, start.end))
-
-    def token_span(self, token: Token) -> Span:
-        if token.kind == "eof":
-            # Point just past the last real token so that the caret lands on a visible line.
-            last = self.tokens[-2] if len(self.tokens) > 1 else token
-            return self.source.span(last.end, last.end + 1) if last is not token else \
-                self.source.span(token.start, token.start)
-        return self.source.span(token.start, token.end)
-
-    def describe(self, token: Token) -> str:
-        if token.kind == "eof":
-            return self.end_description
-        if token.kind == "string":
-            return "a string literal"
-        if token.kind in ("int", "real"):
-            return f"number {token.text}"
-        if token.kind == "block":
-            return f"block {token.text}"
-        return f"'{token.text}'"
-
-    def error(self, message: str, token: Token | None = None, notes: list[str] | None = None
-              ) -> SyntaxDiagnostic:
-        token = token or self.tok
-        return SyntaxDiagnostic(message, self.token_span(token), notes or [])
-
-    def error_expected(self, what: str, opened: Token | None = None) -> SyntaxDiagnostic:
-        notes = []
-        if self.tok.is_op(")", "]", "}") and opened is None:
-            notes.append(f"is this '{self.tok.text}' unmatched?")
-        if opened is not None:
-            line, col = self.source.position(opened.start)
-            notes.append(f"'{opened.text}' opened at {self.source.path}:{line}:{col}")
-        return self.error(f"expected {what}, found {self.describe(self.tok)}", notes=notes)
-
-    def guard(self, parse: Callable[[], T]) -> T:
-        """Run a parse function, turning runaway nesting into a diagnostic."""
-        try:
-            return parse()
-        except RecursionError:
-            raise self.error("nesting too deep to parse") from None
-
-    def comma_list(self, parse_item: Callable[[], T], close: str, opened: Token,
-                   what: str) -> tuple[list[T], bool]:
-        """Items separated by commas up to `close` (consumed). Returns (items, trailing_comma)."""
-        items: list[T] = []
-        trailing = False
-        while not self.at_op(close):
-            items.append(parse_item())
-            if self.accept_op(","):
-                trailing = True
-                continue
-            trailing = False
-            if not self.at_op(close):
-                raise self.error_expected(f"',' or '{close}' in {what}", opened)
-        self.advance()
-        return items, trailing
+    Use `parse_module`; expressions alone need only `ExpressionParser` (`parse_expression`).
+    """
 
     # ------------------------------------------------------------------ top level
 
@@ -274,7 +138,7 @@ class Parser:
                 notes=["blocks are " + ", ".join("@" + b for b in ast.BLOCK_NAMES)])
         self.advance()
         opened = self.expect_op("{", f"after {start.text}")
-        parse_entry = self._entry_parsers[kind]
+        parse_entry = _ENTRY_PARSERS[kind]
         entries = []
         while not self.at_op("}"):
             if self.tok.kind == "eof" or self.tok.kind == "block":
@@ -345,7 +209,7 @@ class Parser:
     def _starts_operand(token: Token) -> bool:
         if token.kind in ("name", "int", "real", "string", "builtin"):
             return True
-        return token.kind == "op" and token.text in _STARTS_EXPRESSION_OPS
+        return token.kind == "op" and token.text in _STARTS_OPERAND_OPS
 
     def parse_extent(self) -> ast.Extent:
         start = self.tok
@@ -544,7 +408,7 @@ class Parser:
         return self.parse_invocation_expr()
 
     def _at_keyword(self, *words: str) -> bool:
-        """A soft keyword: the word, not used as a name (not followed by an operator)."""
+        """One of `words` as a soft keyword: not followed by `( [ . , ; = ) ] }` (a name is)."""
         if not self.at_word(*words):
             return False
         following = self.peek()
@@ -652,340 +516,9 @@ class Parser:
         self.expect_op(")", "to close the iteration count", opened)
         return ast.IterCount(index, count, span=self.span(start))
 
-    # ------------------------------------------------------------------ expressions
 
-    def parse_item(self) -> ast.Expr:
-        """An expression that may be expanded: `e`, `e..` or `e..(n)`.
-
-        Expansion applies to the whole item (`s is 1 ? 0 : si..` expands the select).
-        """
-        start = self.tok
-        expr = self.parse_expr()
-        if self.at_op(".."):
-            self.advance()
-            count = None
-            if self.tok.kind in ("int", "real"):
-                raise self.error(
-                    "a repetition count after '..' must be in parentheses, as in 'x..(5)'",
-                    notes=["an expansion 'x..' must be followed by ',' or a closing bracket"])
-            if self.at_op("("):
-                opened = self.advance()
-                count = self.parse_expr()
-                self.expect_op(")", "to close the repetition count", opened)
-            return ast.Expand(expr, count, span=self.span(start))
-        if isinstance(expr, ast.Zip):
-            raise SyntaxDiagnostic("a zip '(a, b)' must be expanded: write '(a, b)..'",
-                                   expr.span)
-        return expr
-
-    def parse_expr(self, min_prec: int = 0) -> ast.Expr:
-        start = self.tok
-        left = self.parse_unary()
-        while True:
-            token = self.tok
-            op = self._binary_operator(token)
-            if op is None:
-                if min_prec > 0:
-                    return left
-                # Level 0, right-associative: `a ?? b ? c : d` is `a ?? (b ? c : d)`.
-                if token.is_op("?"):
-                    return self.parse_select(left, start)
-                if token.is_op("??"):
-                    self.advance()
-                    right = self.parse_expr(0)
-                    return ast.Binary("??", left, right, span=self.span(start))
-                return left
-            prec = FOLD_PRECEDENCE.get(op) or BINARY_PRECEDENCE[op]
-            if prec < min_prec:
-                return left
-            following = self.peek()
-            if following.is_op("..", "...") and op in FOLD_OPERATORS:
-                cumulative = following.text == "..."
-                if cumulative and op not in CUMULATIVE_OPERATORS:
-                    raise self.error(f"'{op}' has no cumulative fold", following)
-                self.advance()
-                self.advance()
-                left = ast.Fold(MINMAX_SPELLING.get(op, op), left, cumulative,
-                                span=self.span(start))
-                continue
-            self.advance()
-            right = self.parse_expr(prec + 1)
-            if op in ("&&", "||"):
-                self._warn_mixed_logic(op, left, token)
-            left = ast.Binary(MINMAX_SPELLING.get(op, op), left, right, span=self.span(start))
-
-    def _binary_operator(self, token: Token) -> str | None:
-        if token.kind == "op":
-            if token.text == ":=":  # only as the uniform-value fold `x := ..`
-                return ":=" if self.peek().is_op("..") else None
-            return token.text if token.text in BINARY_PRECEDENCE else None
-        if token.kind == "name" and token.text in WORD_OPERATORS:
-            return token.text
-        return None
-
-    def _warn_mixed_logic(self, op: str, left: ast.Expr, token: Token) -> None:
-        other = "||" if op == "&&" else "&&"
-        if isinstance(left, ast.Binary) and left.op == other and \
-                id(left) not in self._parenthesized:
-            self.warnings.append(Diagnostic(
-                f"'&&' and '||' mixed without parentheses; they have equal precedence and "
-                f"group left to right", self.token_span(token),
-                ["add parentheses to make the intended grouping explicit"],
-                severity="warning"))
-
-    def parse_select(self, cond: ast.Expr, start: Token) -> ast.Expr:
-        self.expect_op("?")
-        then = self.parse_expr()
-        otherwise = None
-        if self.accept_op(":"):
-            otherwise = self.parse_expr()
-        return ast.Select(cond, then, otherwise, span=self.span(start))
-
-    def parse_unary(self) -> ast.Expr:
-        if self.at_op(*UNARY_OPERATORS):
-            start = self.advance()
-            operand = self.parse_expr(UNARY_PRECEDENCE + 1)
-            return ast.Unary(start.text, operand, span=self.span(start))
-        return self.parse_postfix()
-
-    def parse_postfix(self) -> ast.Expr:
-        start = self.tok
-        expr = self.parse_primary()
-        while True:
-            if self.at_op("["):
-                expr = self.parse_subscript(expr, start)
-            elif self.at_op(".") and self.peek().kind == "name":
-                self.advance()
-                expr = ast.Member(expr, self.advance().text, span=self.span(start))
-            elif self.at_op("<-"):
-                if not isinstance(expr, ast.Subscript):
-                    raise self.error("'<-' (substitution) must follow an indexing such as "
-                                     "'a[i]'")
-                self.advance()
-                value = self.parse_expr(1)
-                expr = ast.Substitute(expr, value, span=self.span(start))
-            else:
-                return expr
-
-    def parse_subscript(self, base: ast.Expr, start: Token) -> ast.Subscript:
-        opened = self.expect_op("[")
-        items, trailing = self.comma_list(self.parse_index_item, "]", opened, "an index")
-        return ast.Subscript(base, tuple(items), trailing, span=self.span(start))
-
-    def parse_index_item(self) -> ast.Expr | ast.Slice:
-        start = self.tok
-        first = None
-        if not self.at_op(":"):
-            first = self.parse_item()
-            if not self.at_op(":"):
-                return first
-            if isinstance(first, ast.Expand):
-                raise self.error("an expanded index cannot start a slice")
-        self.expect_op(":")
-        stop = None if self.at_op(":", "]", ",") else self.parse_expr()
-        step = None
-        if self.accept_op(":"):
-            step = None if self.at_op("]", ",") else self.parse_expr()
-        return ast.Slice(first, stop, step, span=self.span(start))
-
-    def parse_bounded(self) -> ast.Bounded:
-        start = self.expect_op("|")
-        index = self.parse_expr()
-        lower = upper = None
-        if self.accept_op("<>"):
-            lower = self.parse_expr()
-            self.expect_op(":", "between the two remapped indices of '<>'")
-            upper = self.parse_expr()
-        self.expect_op("|", "to close the bounded index", start)
-        return ast.Bounded(index, lower, upper, span=self.span(start))
-
-    def parse_primary(self) -> ast.Expr:
-        token = self.tok
-        kind = token.kind
-        if kind == "int":
-            self.advance()
-            return ast.IntLiteral(int(token.text), span=self.token_span(token))
-        if kind == "real":
-            self.advance()
-            return ast.RealLiteral(float(token.text), span=self.token_span(token))
-        if kind == "string":
-            return self.parse_string()
-        if kind == "builtin":
-            self.advance()
-            opened = self.expect_op("(", f"after the built-in {token.text}")
-            args, _ = self.comma_list(self.parse_expr, ")", opened, "built-in arguments")
-            return ast.Builtin(token.text[1:-1], tuple(args), span=self.span(token))
-        if kind == "name":
-            return self.parse_name_expr()
-        if token.is_op("("):
-            return self.parse_parenthesized()
-        if token.is_op("|"):
-            return self.parse_bounded()
-        if token.is_op("["):
-            opened = self.advance()
-            items, _ = self.comma_list(self.parse_list_item, "]", opened, "a list")
-            return ast.ListExpr(tuple(items), span=self.span(token))
-        raise self.error_expected("an expression")
-
-    def parse_parenthesized(self) -> ast.Expr:
-        opened = self.expect_op("(")
-        first = self.parse_expr()
-        if self.at_op(","):
-            items = [first]
-            while self.accept_op(","):
-                items.append(self.parse_expr())
-            self.expect_op(")", "to close the zip", opened)
-            return ast.Zip(tuple(items), span=self.span(opened))
-        self.expect_op(")", "to close the parenthesis", opened)
-        self._parenthesized.add(id(first))
-        return first
-
-    def parse_list_item(self) -> ast.ListItem:
-        start = self.tok
-        item = self.parse_item()
-        if self.at_op(":") and not isinstance(item, ast.Expand):
-            self.advance()
-            stop = self.parse_expr()
-            step = self.parse_expr() if self.accept_op(":") else None
-            return ast.Range(item, stop, step, span=self.span(start))
-        return item
-
-    def parse_name_expr(self) -> ast.Expr:
-        start = self.tok
-        word = start.text
-        if word in ("true", "false"):
-            self.advance()
-            return ast.BoolLiteral(word == "true", span=self.span(start))
-        if word in ("inf", "pi"):
-            self.advance()
-            return ast.Constant(word, span=self.span(start))
-        # A dotted name is an operator reference only when an invocation follows.
-        end = self.pos + 1
-        while self.tokens[end].is_op(".") and self.tokens[end + 1].kind == "name":
-            end += 2
-        after = self.tokens[end]
-        if after.is_op("(", "{") or (after.is_op("<") and self._generic_args_at(end)):
-            callee = tuple(self.tokens[i].text for i in range(self.pos, end, 2))
-            self.pos = end
-            return self.parse_call(callee, start)
-        self.advance()
-        return ast.Name(word, span=self.span(start))
-
-    def _generic_args_at(self, index: int) -> bool:
-        """Whether tokens at `index` read `< T, U > (` or `< T > {` (a generic invocation)."""
-        index += 1
-        while True:
-            if self.tokens[index].kind != "name":
-                return False
-            index += 1
-            if self.tokens[index].is_op(","):
-                index += 1
-                continue
-            return self.tokens[index].is_op(">") and self.tokens[index + 1].is_op("(", "{")
-
-    def parse_call(self, callee: tuple[str, ...], start: Token) -> ast.Call:
-        generics = self.parse_generic_args() if self.at_op("<") else ()
-        attributes = self.parse_attributes() if self.at_op("{") else None
-        opened = self.expect_op("(", f"to give the arguments of '{'.'.join(callee)}'")
-        args, _ = self.comma_list(self.parse_argument, ")", opened, "arguments")
-        return ast.Call(callee, tuple(args), generics, attributes, span=self.span(start))
-
-    def parse_generic_args(self) -> tuple[ast.TypeArg, ...]:
-        opened = self.expect_op("<")
-
-        def type_arg() -> ast.TypeArg:
-            token = self.expect_name("a type name")
-            return ast.TypeArg(token.text, span=self.token_span(token))
-
-        args, _ = self.comma_list(type_arg, ">", opened, "type arguments")
-        return tuple(args)
-
-    def parse_attributes(self) -> tuple[ast.AttributeValue, ...]:
-        opened = self.expect_op("{")
-
-        def attribute() -> ast.AttributeValue:
-            start = self.expect_name("an attribute name")
-            if self.at_op(":"):  # the spec's §2.10 example writes `op{a: 42}`, a typo
-                raise self.error(f"attribute values are given with '=': write "
-                                 f"'{start.text}=...'")
-            self.expect_op("=", f"after attribute '{start.text}'")
-            value = self.parse_item()
-            return ast.AttributeValue(start.text, value, span=self.span(start))
-
-        attributes, _ = self.comma_list(attribute, "}", opened, "attributes")
-        return tuple(attributes)
-
-    def parse_argument(self) -> ast.Expr:
-        if self.at_op("~"):
-            return ast.Placeholder(span=self.token_span(self.advance()))
-        return self.parse_item()
-
-    # ------------------------------------------------------------------ strings
-
-    def parse_string(self) -> ast.StringLiteral:
-        """One or more adjacent string literals, joined, with `{expr}` insertions parsed."""
-        start = self.tok
-        parts: list[str | ast.Expr] = []
-        while self.tok.kind == "string":
-            for part in self._string_parts(self.advance()):
-                if isinstance(part, str) and parts and isinstance(parts[-1], str):
-                    parts[-1] = parts[-1] + part
-                else:
-                    parts.append(part)
-        return ast.StringLiteral(tuple(parts), span=self.span(start))
-
-    _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "{": "{", "}": "}"}
-
-    def _string_parts(self, token: Token) -> list[str | ast.Expr]:
-        text = self.source.text
-        parts: list[str | ast.Expr] = []
-        chars: list[str] = []
-        i, end = token.start + 1, token.end - 1
-        while i < end:
-            char = text[i]
-            if char == "\\":
-                escaped = self._ESCAPES.get(text[i + 1])
-                if escaped is None:
-                    raise SyntaxDiagnostic(
-                        f"unknown escape sequence '\\{text[i + 1]}' in string",
-                        self.source.span(i, i + 2),
-                        ["known escapes: \\n \\t \\\\ \\\" \\' \\{ \\}"])
-                chars.append(escaped)
-                i += 2
-            elif char == "{":
-                close = text.find("}", i + 1, end)
-                if close < 0:
-                    raise SyntaxDiagnostic("unclosed '{' in string (write '\\{' for a brace)",
-                                           self.source.span(i, i + 1))
-                if chars:
-                    parts.append("".join(chars))
-                    chars = []
-                parts.append(self._format_expr(i + 1, close))
-                i = close + 1
-            elif char == "}":
-                raise SyntaxDiagnostic("unmatched '}' in string (write '\\}' for a brace)",
-                                       self.source.span(i, i + 1))
-            else:
-                chars.append(char)
-                i += 1
-        if chars:
-            parts.append("".join(chars))
-        return parts
-
-    def _format_expr(self, start: int, end: int) -> ast.Expr:
-        tokens = tokenize(self.source, start, end)
-        if tokens[0].kind == "eof":
-            raise SyntaxDiagnostic("empty '{}' in string (write '\\{\\}' for braces)",
-                                   self.source.span(start - 1, end + 1))
-        inner = Parser(self.source, tokens)
-        inner.end_description = "end of the '{...}' insertion"
-        expr = inner.parse_item()
-        inner.expect_eof()
-        self.warnings.extend(inner.warnings)
-        return expr
-
-
-Parser._entry_parsers = {  # type: ignore[attr-defined]
+# The parser of one entry, by block kind.
+_ENTRY_PARSERS: dict[str, Callable[[Parser], ast.Entry]] = {
     "dtype": Parser.parse_dtype,
     "attrib": Parser.parse_param,
     "input": Parser.parse_param,

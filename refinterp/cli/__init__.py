@@ -1,0 +1,55 @@
+"""The `refinterp` command line: a thin layer over `refinterp.api` — argument parsing
+(`arguments`), the commands (`commands`: file I/O through `refinterp.io`, rendering), and where
+output goes (`output`). No SkriptND semantics live here: the package imports nothing of
+refinterp but `api`, `io`, `core.diagnostics` and `language.values`.
+
+Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line misuse,
+3 an internal error (a bug in refinterp: rerun with --debug for the traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from refinterp.cli.arguments import build_parser, expression_first
+from refinterp.cli.commands import COMMANDS, progress_line
+from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
+                                  UsageError)
+from refinterp.core.diagnostics import Diagnostic
+
+__all__ = ["main", "build_parser", "progress_line"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `refinterp` console script."""
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
+    parser = build_parser()
+    args = parser.parse_args(expression_first(list(sys.argv[1:] if argv is None else argv)))
+    out = Output(json_mode=getattr(args, "json", False))
+    run = COMMANDS[args.command]
+    try:
+        return run(args, out)
+    except Diagnostic as diag:
+        out.error(diag)
+        return EXIT_DIAGNOSTIC
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"refinterp: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `refinterp parse ... | head`: the reader went away
+        sys.stderr.close()
+        return EXIT_OK
+    except Exception as exc:  # a bug: never show a traceback unless asked
+        if args.debug:
+            raise
+        sys.stderr.write(f"refinterp: internal error: {type(exc).__name__}: {exc}\n"
+                         "  this is a bug in refinterp; rerun with --debug for details\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

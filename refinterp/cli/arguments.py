@@ -1,0 +1,247 @@
+"""The command line's grammar: the argparse parser of every command and option, and the
+parsing of option values (attributes, input types, memory sizes, an expression that starts with
+'-')."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from refinterp.core.diagnostics import Diagnostic
+
+
+def parse_attribute(text: str, profile: str) -> tuple[str, Any]:
+    """`NAME=VALUE` where VALUE is a SkriptND literal expression (`3`, `[1, 2]`, `'x'`)."""
+    from refinterp.api import parse_value
+
+    name, sep, value_text = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise Diagnostic(f"--attrib expects NAME=VALUE; got '{text}'", code="E0901")
+    return name, parse_value(value_text, profile, f"<attrib {name}>")
+
+
+_TYPE_RE = re.compile(
+    r"^\s*(?P<dtype>[A-Za-z_]\w*)\s*\[(?P<shape>[\d\s,]*)\]\s*(?:\.\.\((?P<count>\d+)\))?\s*$")
+RANDOM_TYPES = ("real", "int", "bool")
+
+
+def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
+    """Input types from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
+    tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items run from 0 without gaps)."""
+    from refinterp.api import TensorType
+
+    types: dict[str, Any] = {}
+    items: dict[str, dict[int, Any]] = {}
+    for text in texts:
+        name, sep, spec = text.partition("=")
+        match = _TYPE_RE.match(spec)
+        if not sep or match is None:
+            raise Diagnostic(f"{option} expects NAME=TYPE[EXTENTS] such as x=real[2,3] or "
+                             f"xs=real[4]..(3); got '{text}'", code="E0901")
+        shape = tuple(int(e) for e in match["shape"].replace(" ", "").split(",") if e)
+        tensor = TensorType(match["dtype"], shape)
+        base, dot, index = name.strip().partition(".")
+        if dot:
+            if not index.isdigit():
+                raise Diagnostic(f"{option} {name}: the item index must be a number",
+                                 code="E0901")
+            items.setdefault(base, {})[int(index)] = tensor
+        else:
+            types[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+    for base, by_index in items.items():
+        if base in types or sorted(by_index) != list(range(len(by_index))):
+            raise Diagnostic(f"{option} {base}: give a whole pack or items {base}.0, {base}.1, "
+                             f"... without gaps", code="E0900")
+        types[base] = tuple(by_index[i] for i in range(len(by_index)))
+    return types
+
+
+def parse_size(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (powers of 1024), e.g. '512M'."""
+    units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+    number, unit = text.strip().upper().rstrip("IB") or "0", 1
+    if number[-1:] in units:
+        number, unit = number[:-1], units[number[-1]]
+    try:
+        size = int(float(number) * unit)
+    except (ValueError, OverflowError):
+        raise Diagnostic(f"--max-memory expects a size such as 2G or 512M; got '{text}'",
+                         code="E0901") from None
+    if size < 1:
+        raise Diagnostic(f"--max-memory must be positive; got '{text}'", code="E0901")
+    return size
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("refinterp")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refinterp",
+        description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"refinterp {_version()}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true",
+                        help="print the result, warnings and any error as one JSON object on "
+                             "stdout")
+    stdlib = argparse.ArgumentParser(add_help=False)
+    stdlib.add_argument("--stdlib", metavar="DIR",
+                        help="a folder of standard modules replacing the bundled ones "
+                             "(e.g. the Khronos stdlib)")
+    search = argparse.ArgumentParser(add_help=False)
+    search.add_argument("--path", action="append", default=[], metavar="DIR",
+                        help="an extra folder to search for imported modules")
+    profile = argparse.ArgumentParser(add_help=False)
+    profile.add_argument("--profile", choices=["spec", "khronos"], default="spec",
+                         help="numeric rules where the spec and Khronos differ "
+                              "(docs/semantics.md); default: spec")
+    invocation = argparse.ArgumentParser(add_help=False)
+    invocation.add_argument("file", metavar="FILE|DIR", nargs="?",
+                            help="a .sknd file or a model folder (main.sknd); omit it to run "
+                                 "a standard operator named by --op MODULE.OP")
+    invocation.add_argument("--op", metavar="NAME",
+                            help="the operator or graph (default: the first graph, else the "
+                                 "only operator); MODULE.OP for an imported or standard one")
+    invocation.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
+                            help="an attribute value, a SkriptND literal: 3, [1, 2], true, "
+                                 "'text' (quote strings)")
+    invocation.add_argument("--generic", action="append", default=[], metavar="TYPE",
+                            help="explicit generic type arguments in @dtype order, as op<TYPE>")
+
+    parse_cmd = commands.add_parser(
+        "parse", parents=[common, stdlib, search],
+        help="parse files (and their imports) and summarise them")
+    parse_cmd.add_argument("files", nargs="+", metavar="FILE",
+                           help="a .sknd file or a model folder with main.sknd")
+
+    fmt_cmd = commands.add_parser("fmt", parents=[common],
+                                  help="print files in canonical form (or rewrite or check them)")
+    fmt_cmd.add_argument("files", nargs="+", metavar="FILE",
+                         help="a .sknd file or a model folder with main.sknd")
+    mode = fmt_cmd.add_mutually_exclusive_group()
+    mode.add_argument("-i", "--in-place", action="store_true",
+                      help="rewrite the files instead of printing them")
+    mode.add_argument("--check", action="store_true",
+                      help="print nothing; exit 1 and name each file that is not in canonical "
+                           "form")
+
+    expr_cmd = commands.add_parser("expr", parents=[common, profile],
+                                   help="evaluate a compile-time expression")
+    expr_cmd.add_argument("expression", metavar="EXPR",
+                          help="the expression (one starting with '-', such as -inf, needs "
+                               "no '--')")
+    expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
+                          help="a symbol and its value, a SkriptND literal expression")
+
+    ops_cmd = commands.add_parser("ops", parents=[common, stdlib, search],
+                                  help="list operators with their kind and signature")
+    ops_cmd.add_argument("module", metavar="MODULE|FILE", nargs="?",
+                         help="a standard module (nn, math, ...) or a file; default: every "
+                              "standard module")
+
+    describe_cmd = commands.add_parser("describe", parents=[common, stdlib, search],
+                                       help="print an operator's full signature")
+    describe_cmd.add_argument("target", metavar="MODULE.OP|FILE",
+                              help="a standard operator such as nn.conv, or a file (with --op)")
+    describe_cmd.add_argument("--op", metavar="NAME", help="the operator of FILE to describe")
+
+    shapes_cmd = commands.add_parser(
+        "shapes", parents=[common, stdlib, search, profile, invocation],
+        help="instantiate an operator, check its composition, print its output shapes")
+    shapes_cmd.add_argument("--input", action="append", default=[],
+                            metavar="NAME=TYPE[EXTENTS]",
+                            help="an input type: x=real[2,3], xs=real[4]..(3) or xs.0=real[4] "
+                                 "(not needed where the declared shape is fixed)")
+    shapes_cmd.add_argument("--symbols", action="store_true", help="also print bound symbols")
+    shapes_cmd.add_argument("--quant", action="store_true",
+                            help="also list the @quantize entries and the tensors they attach to")
+
+    eval_cmd = commands.add_parser(
+        "eval", parents=[common, stdlib, search, profile, invocation],
+        help="evaluate an operator or graph on input arrays")
+    eval_cmd.add_argument("--inputs", metavar="IN.npz",
+                          help="input arrays by name (a pack xs as xs.0, xs.1, ...)")
+    eval_cmd.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy|LITERAL",
+                          help="one input: an .npy file or a SkriptND literal such as [1.0, 2.0]")
+    eval_cmd.add_argument("--random", action="append", default=[],
+                          metavar="NAME[=TYPE[EXTENTS]]",
+                          help="a random input: x=real[2,3], xs=real[4]..(3), or just x for an "
+                               "input whose declared shape is fixed")
+    eval_cmd.add_argument("--random-inputs", action="store_true",
+                          help="random values for every input not given whose declared shape "
+                               "is fixed")
+    eval_cmd.add_argument("--seed", type=int, default=0,
+                          help="the seed of --random, --random-inputs and --random-params "
+                               "(default 0)")
+    eval_cmd.add_argument("-o", "--output", metavar="OUT.npz",
+                          help="write the outputs (packs as ys.0, ys.1, ...)")
+    eval_cmd.add_argument("--save-inputs", metavar="FILE.npz",
+                          help="write the inputs used, random ones included (for --inputs)")
+    eval_cmd.add_argument("--params", metavar="PARAMS.npz|DIR",
+                          help="variable values by scoped name (main.G.conv1.filter) or by name "
+                               "relative to the graph (conv1.filter); or a folder of .dat files; "
+                               "an entry that is no variable is an error")
+    eval_cmd.add_argument("--save-params", metavar="FILE.npz",
+                          help="write every variable the run read, before @update (with "
+                               "--save-inputs: what repeats the run)")
+    eval_cmd.add_argument("--random-params", action="store_true",
+                          help="random values for variables found nowhere else (see --seed)")
+    eval_cmd.add_argument("--write-params", metavar="DIR|FILE.npz",
+                          help="write every variable after the run: @update's new values, "
+                               "the others as read (.dat files or an .npz; for --params)")
+    eval_cmd.add_argument("--max-iterations", type=int, default=1_000_000, metavar="N",
+                          help="the most iterations a loop may run (default 1000000)")
+    eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",
+                          help="the deepest nesting of operator invocations (default 256)")
+    eval_cmd.add_argument("--engine", choices=["scalar", "vector", "auto"], default="auto",
+                          help="how @lower formulas run: scalar (element by element, the "
+                               "definition), vector (NumPy, falling back to scalar per "
+                               "formula where it cannot be exact) or auto (scalar for small "
+                               "operators, vector otherwise; the default)")
+    eval_cmd.add_argument("--max-memory", default="2G", metavar="SIZE",
+                          help="the most memory the vector engine's temporaries may take at "
+                               "once (default 2G); larger iteration spaces run in chunks")
+    eval_cmd.add_argument("--verbose", action="store_true",
+                          help="print which engine ran each operator")
+    eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                          help="every 5 s of a long run, name the operators running (default: "
+                               "when stderr is a terminal)")
+    return parser
+
+
+NOT_AN_OPTION = "\x00"  # argv strings cannot hold NUL: a safe mark for "this is no option"
+
+
+def expression_first(argv: list[str]) -> list[str]:
+    """`refinterp expr -inf`: an expression that starts with '-' is not an option. The first
+    argument of `expr` that starts with '-' and is no option of expr is marked (and the mark
+    removed again by cmd_expr), so options may still follow it."""
+    if "expr" not in argv or "--" in argv:
+        return argv
+    takes_value = {"--attrib", "--profile"}
+    flags = {"--json", "-h", "--help"}
+    index = argv.index("expr") + 1
+    while index < len(argv):
+        token = argv[index]
+        if token in takes_value:
+            index += 2
+            continue
+        if token in flags or any(token.startswith(f"{o}=") for o in takes_value):
+            index += 1
+            continue
+        if token.startswith("-") and len(token) > 1:
+            return argv[:index] + [NOT_AN_OPTION + token] + argv[index + 1:]
+        return argv  # the expression does not start with '-'
+    return argv
