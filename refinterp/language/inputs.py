@@ -1,0 +1,287 @@
+"""Binding an invocation's input tensors (spec §2.6): dtypes and generic types, rank captures,
+extents bound by affine deduction or checked, pack lengths, shared and per-item extents of tensor
+packs, bounds of dynamic extents, absent optional inputs, inputs taking their defaults.
+`BindingState` holds what an instantiation has bound so far; `InputBinding` adds the input
+steps, and `refinterp.language.instance.Instantiation` the rest of the pipeline."""
+
+from __future__ import annotations
+
+from refinterp.core.diagnostics import InvocationDiagnostic
+from refinterp.language.binding import affine_form, free_names, solve_affine
+from refinterp.language.expr import Environment, evaluate
+from refinterp.language.invocation import Invocation, entries, span_text
+from refinterp.language.types import CONCRETE, Type, dtype_scope, type_from_spec, type_of_value
+from refinterp.language.values import NULL, TensorValue, Value, format_literal
+from refinterp.syntax import ast
+
+
+class BindingState:
+    """The state of one instantiation: bound symbols with the place that bound them, and the
+    helpers every binding step uses (evaluate, bind or check a symbol, deduce an affine extent,
+    bind a generic type, fail at a node)."""
+
+    def __init__(self, definition: ast.OperatorDef, invocation: Invocation) -> None:
+        self.definition = definition
+        self.invocation = invocation
+        self.dtype_bounds = dtype_scope(entries(definition, "dtype"))
+        self.dtypes: dict[str, str] = {}
+        self.values: dict[str, Value] = {}
+        self.types: dict[str, Type] = {}
+        self.sources: dict[str, str] = {}
+        self.subject: tuple[str, str] | None = None  # the argument being bound, for errors
+
+    # ------------------------------------------------------------------ helpers
+
+    def fail(self, message: str, node: ast.Node | None = None,
+             notes: list[str] | None = None, code: str = "",
+             subject: tuple[str, str] | None = None) -> InvocationDiagnostic:
+        """An invalid-invocation diagnostic at `node` (default: the definition). Without an
+        explicit code, one follows from the argument being bound: E0303 for an attribute,
+        E0306 for an input, E0300 otherwise."""
+        span = node.span if node is not None else self.definition.span
+        subject = subject or self.subject
+        if not code:
+            code = {"attribute": "E0303", "input": "E0306"}.get(subject[0] if subject else "",
+                                                                "E0300")
+        return InvocationDiagnostic(message, span, notes or [], code=code, subject=subject)
+
+    def env(self) -> Environment:
+        return Environment(dict(self.values), dict(self.types), dict(self.dtype_bounds),
+                           dict(self.dtypes), self.invocation.profile)
+
+    def eval(self, expr: ast.Expr) -> Value:
+        return evaluate(expr, self.env())
+
+    def known(self, expr: ast.Expr | None) -> bool:
+        return expr is None or free_names(expr) <= set(self.values)
+
+    def bind(self, name: str, value: Value, source: str, node: ast.Node,
+             kind: Type | None = None) -> None:
+        """Bind a symbol, or check it against its earlier binding (§2.6.1: a symbol deduced to
+        two different values makes the invocation invalid)."""
+        if name in self.values and self.values[name] is not NULL:
+            if self.values[name] != value:
+                raise self.fail(
+                    f"'{name}' is {format_literal(self.values[name])} from "
+                    f"{self.sources[name]} but {format_literal(value)} from {source}", node)
+            return
+        self.values[name] = value
+        self.types[name] = kind or type_of_value(value)
+        self.sources[name] = source
+
+    def deduce(self, expr: ast.Expr, actual: int, what: str, source: str, node: ast.Node,
+               check: bool = True) -> None:
+        """§2.6: an affine `a * x + b` of an unbound `x` declares x, solved from `actual`;
+        otherwise (with `check`) the expression is evaluated and must equal `actual`."""
+        form = affine_form(expr)
+        if form is not None and form.symbol not in self.values:
+            solved = solve_affine(form, actual)
+            if solved is None:
+                raise self.fail(f"{what} is {actual}, which does not fit "
+                                f"{span_text(expr.span)}", node)
+            self.bind(form.symbol, solved, source, node, Type("int"))
+            return
+        if check:
+            expected = self.eval(expr)
+            if expected != actual:
+                raise self.fail(_mismatch(what, actual, expected, span_text(expr.span)), node)
+
+    def bind_dtype(self, name: str, concrete: str, source: str, node: ast.Node) -> None:
+        bound = self.dtype_bounds[name]
+        allowed = {"type": CONCRETE, "arith": ("int", "real", "bool"), "num": ("int", "real")}
+        if concrete not in allowed[bound]:
+            raise self.fail(f"generic type {name}: {bound} cannot be {concrete} ({source})", node,
+                            code="E0308")
+        previous = self.dtypes.get(name)
+        if previous is not None and previous != concrete:
+            raise self.fail(f"generic type {name} is {previous} from {self.sources['<' + name]} "
+                            f"but {concrete} from {source}", node, code="E0308")
+        self.dtypes[name] = concrete
+        self.sources["<" + name] = source
+
+    def check_base(self, declared: str, actual: str, source: str, node: ast.Node) -> None:
+        if declared in self.dtype_bounds:
+            self.bind_dtype(declared, actual, source, node)
+        elif declared != actual:
+            raise self.fail(f"{source} must be {declared}; got {actual}", node)
+
+    def declared_type(self, decl: ast.ParamDecl) -> Type:
+        return type_from_spec(decl.type, self.dtype_bounds)
+
+
+class InputBinding(BindingState):
+    """The input steps of an instantiation (§2.6)."""
+
+    def bind_input(self, decl: ast.ParamDecl) -> None:
+        declared = self.declared_type(decl)
+        actual = self.invocation.inputs.get(decl.name, NULL)
+        source = f"input '{decl.name}'"
+        if actual is NULL:
+            if not declared.optional:
+                raise self.fail(f"{source} must be given", decl, code="E0305")
+            for name, packed in self.input_symbols(decl).items():
+                if name not in self.values:
+                    self.values[name] = NULL
+                    self.types[name] = Type("int", packed=packed, optional=True)
+                    self.sources[name] = f"{source} (absent)"
+            self.values[decl.name] = NULL
+            self.types[decl.name] = declared
+            return
+        if declared.packed:
+            if not isinstance(actual, tuple):
+                raise self.fail(f"{source} is a pack of tensors; got a single tensor", decl)
+            self.bind_pack_length(decl, len(actual))
+            items = actual
+        else:
+            if isinstance(actual, tuple):
+                raise self.fail(f"{source} is a single tensor; got a pack", decl)
+            items = (actual,)
+        for index, tensor in enumerate(items):
+            where = source if not declared.packed else f"{source} item {index}"
+            self.check_base(declared.base, tensor.dtype, where, decl)
+            if decl.type.rank is not None:
+                self.bind(decl.type.rank, len(tensor.shape), f"the rank of {where}", decl)
+            if decl.type.shape is not None:
+                self.bind_shape(decl, tensor.shape, where, index if declared.packed else None,
+                                len(items))
+        self.values[decl.name] = (tuple(TensorValue(t.dtype, t.shape) for t in items)
+                                  if declared.packed else TensorValue(items[0].dtype,
+                                                                      items[0].shape))
+        self.types[decl.name] = declared
+
+    def default_input(self, decl: ast.ParamDecl) -> None:
+        """§2.6: an input with a default that is not given is the default value (rank-0, or
+        uniform over its declared shape, which the other inputs must determine)."""
+        if not free_names(decl.type) <= set(self.values):
+            missing = ", ".join(sorted(free_names(decl.type) - set(self.values)))
+            raise self.fail(f"input '{decl.name}' is not given and its shape cannot be known "
+                            f"({missing} undetermined); give it explicitly", decl)
+        info = self.tensor_of(decl)
+        if isinstance(info, tuple):
+            values = tuple(TensorValue(i.dtype, tuple(i.shape or ())) for i in info)
+            self.values[decl.name] = values
+        else:
+            self.values[decl.name] = TensorValue(info.dtype, tuple(info.shape or ()))
+        self.types[decl.name] = self.declared_type(decl)
+        self.sources[decl.name] = f"input '{decl.name}' (default)"
+
+    def input_symbols(self, decl: ast.ParamDecl) -> dict[str, bool]:
+        """The symbols an input's shape declares, each with whether it is a pack."""
+        names = {decl.type.rank: False} if decl.type.rank else {}
+        for extent in decl.type.shape or ():
+            value_form = affine_form(extent.value)
+            if value_form is not None:
+                names[value_form.symbol] = extent.pack is not None or extent.distinct
+            length = extent.pack.length if extent.pack else None
+            if length is not None and affine_form(length) is not None:
+                names[affine_form(length).symbol] = False
+        return names
+
+    def bind_pack_length(self, decl: ast.ParamDecl, count: int) -> None:
+        if decl.type.pack.length is not None:
+            self.deduce(decl.type.pack.length, count, f"the length of input '{decl.name}'",
+                        f"the length of input '{decl.name}'", decl)
+
+    def bind_shape(self, decl: ast.ParamDecl, shape: tuple[int, ...], where: str,
+                   item: int | None, items: int) -> None:
+        """Match an actual shape against the declared extents (§2.6)."""
+        extents = decl.type.shape or ()
+        counts: list[int | None] = []
+        for extent in extents:
+            counts.append(self.extent_count(extent))
+        flexible = [i for i, c in enumerate(counts) if c is None]
+        fixed = sum(c for c in counts if c is not None)
+        if flexible:
+            rest = len(shape) - fixed
+            if rest < 0 or len(flexible) > 1:
+                raise self.fail(f"{where} has rank {len(shape)}; its shape "
+                                f"{span_text(decl.type.span)} needs at least {fixed}",
+                                decl, self.bound_sources(decl.type))
+            counts[flexible[0]] = rest
+        elif fixed != len(shape):
+            raise self.fail(f"{where} has rank {len(shape)}; its shape "
+                            f"{span_text(decl.type.span)} has rank {fixed}", decl,
+                            self.bound_sources(decl.type))
+        position = 0
+        for extent, count in zip(extents, counts):
+            dims = shape[position:position + count]
+            self.bind_extent(extent, dims, where, position, item, items)
+            position += count
+
+    def bound_sources(self, node: ast.Node) -> list[str]:
+        """Notes saying where the symbols `node` uses got their values, e.g.
+        `d = 1 (from the length of attribute 'padding')`."""
+        return [f"{name} = {format_literal(self.values[name])} (from {self.sources[name]})"
+                for name in sorted(free_names(node)) if name in self.sources]
+
+    def extent_count(self, extent: ast.Extent) -> int | None:
+        """How many dimensions an extent covers, None if that is left to the actual rank."""
+        if extent.pack is None:
+            if isinstance(extent.value, ast.Placeholder) or not self.known(extent.value):
+                return 1
+            return 0 if self.eval(extent.value) is NULL else 1
+        length = extent.pack.length
+        if length is None:
+            bound = self.values.get(extent.value.name) if isinstance(extent.value, ast.Name) \
+                else None
+            return len(bound) if isinstance(bound, tuple) else None
+        if not self.known(length):
+            return None
+        value = self.eval(length)
+        if value is NULL:
+            return 0
+        return int(value)
+
+    def bind_extent(self, extent: ast.Extent, dims: tuple[int, ...], where: str,
+                    position: int, item: int | None, items: int) -> None:
+        source = f"{where} (dimension {position})" if len(dims) == 1 or extent.pack is None \
+            else f"{where} (dimensions {position}..{position + len(dims) - 1})"
+        if extent.bound is not None and self.known(extent.bound):
+            bound = self.eval(extent.bound)
+            for dim in dims:
+                if bound is not NULL and dim > bound:
+                    raise self.fail(f"{source} is {dim}, above its bound {bound}", extent)
+        if extent.pack is not None and extent.pack.length is not None:
+            # a known length already decided how many dimensions this item covers
+            self.deduce(extent.pack.length, len(dims), f"the rank of {source}",
+                        f"the rank of {source}", extent, check=False)
+        value = extent.value
+        if isinstance(value, ast.Placeholder) or not dims and extent.pack is None:
+            return
+        actual: Value = tuple(dims) if extent.pack is not None else dims[0]
+        if extent.distinct:
+            self.bind_distinct(extent, actual, source, item, items)
+            return
+        if isinstance(value, ast.Name):  # bound here, or checked naming both sources
+            kind = Type("int", packed=extent.pack is not None)
+            self.bind(value.name, actual, source, extent, kind)
+        elif extent.pack is None:
+            self.deduce(value, actual, source, source, extent)  # type: ignore[arg-type]
+        else:
+            # a packed item given by an expression: a pack, or one extent repeated (`1 ..(c)`)
+            expected = self.eval(value)
+            if not isinstance(expected, tuple) and expected is not NULL:
+                expected = (expected,) * len(dims)
+            if expected != actual:
+                raise self.fail(_mismatch(source, actual, expected, span_text(value.span)),
+                                extent)
+
+    def bind_distinct(self, extent: ast.Extent, actual: Value, source: str, item: int | None,
+                      items: int) -> None:
+        """`..t` in a tensor pack: t is a pack with one extent per item (§2.6)."""
+        if not isinstance(extent.value, ast.Name) or item is None:
+            raise self.fail("a per-item extent '..t' must be a name in a tensor pack", extent)
+        name = extent.value.name
+        current = list(self.values.get(name) or (NULL,) * items)
+        current[item] = actual
+        self.values[name] = tuple(current)
+        self.types[name] = Type("int", packed=True)
+        self.sources.setdefault(name, source)
+
+
+def _mismatch(what: str, actual: Value, expected: Value, text: str) -> str:
+    """`input 'x' (dimension 0) is 3, expected 2`, naming the declared expression when it is not
+    just the expected value (`..., expected 4 (2 * k)`)."""
+    wanted = format_literal(expected)
+    shown = f" ({text.strip()})" if any(c.isalpha() or c == "_" for c in text) else ""
+    return f"{what} is {format_literal(actual)}, expected {wanted}{shown}"

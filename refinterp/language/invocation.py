@@ -1,0 +1,103 @@
+"""What an operator is invoked with and what instantiating it gives (spec §2.5–2.7): tensor
+types (`TensorInfo`, formatted by `describe_type`), the `Invocation` (attributes, input types,
+explicit generics, profile) and the `OperatorInstance` (bound symbols, output, constant and
+variable types)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from refinterp.core.source import Span
+from refinterp.language.expr import Environment
+from refinterp.language.types import Type
+from refinterp.language.values import Value
+from refinterp.numeric import rules
+from refinterp.syntax import ast
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """The type and shape of a tensor; `bounds` holds the upper bound of each dynamic extent.
+
+    An unknown extent is None; a shape of None means the declaration left it to be derived from
+    the composition (a graph's `output: real`, §2.6 "Dynamic input and output shapes").
+    """
+
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    bounds: tuple[int | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not any(b is not None for b in self.bounds):  # no bound: one spelling, ()
+            object.__setattr__(self, "bounds", ())
+
+    def __str__(self) -> str:
+        """`real[2, 3]`; a dynamic extent `~`; a shape left to the composition `real[?]`."""
+        return describe_type(self)
+
+    def as_json(self) -> dict[str, Any]:
+        shape = None if self.shape is None else list(self.shape)
+        data: dict[str, Any] = {"type": self.dtype, "shape": shape}
+        if any(b is not None for b in self.bounds):
+            data["bounds"] = list(self.bounds)
+        return data
+
+
+TensorArg = TensorInfo  # an actual input of an invocation
+
+
+def describe_type(info: "TensorInfo | tuple") -> str:
+    """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~`, a shape derived from
+    the composition as `real[?]`, a pack as `[real[2], real[3]]`."""
+    if isinstance(info, tuple):
+        return "[" + ", ".join(describe_type(i) for i in info) + "]"
+    shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
+                                                     for e in info.shape)
+    return f"{info.dtype}[{shape}]"
+
+
+@dataclass
+class Invocation:
+    """What an operator is invoked with: attribute values, input tensors, explicit generics."""
+
+    attributes: dict[str, Value] = field(default_factory=dict)
+    inputs: dict[str, TensorArg | tuple[TensorArg, ...]] = field(default_factory=dict)
+    generics: tuple[str, ...] = ()
+    profile: rules.Profile = rules.SPEC
+
+
+@dataclass
+class OperatorInstance:
+    """A bound operator: its symbols, generic types, and output/constant/variable tensors."""
+
+    definition: ast.OperatorDef
+    dtypes: dict[str, str]
+    symbols: dict[str, Value]
+    outputs: dict[str, TensorInfo | tuple[TensorInfo, ...]]
+    constants: dict[str, tuple[TensorInfo, Value]]
+    variables: dict[str, TensorInfo | tuple[TensorInfo, ...]]
+    types: dict[str, Type] = field(default_factory=dict)  # static types of the symbols
+    dtype_bounds: dict[str, str] = field(default_factory=dict)
+    # inputs not given that take their declared default (§2.6): type/shape and uniform value
+    defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
+
+    def environment(self, profile: rules.Profile = rules.SPEC) -> Environment:
+        """An expression environment holding every bound symbol of the instance."""
+        return Environment(dict(self.symbols), dict(self.types), dict(self.dtype_bounds),
+                           dict(self.dtypes), profile)
+
+
+def span_text(span: Span) -> str:
+    """The exact source text a span covers."""
+    source = span.source
+    if source is None:
+        return ""
+    start = source.line_starts[span.line - 1] + span.col - 1
+    end = source.line_starts[span.end_line - 1] + span.end_col - 1
+    return source.text[start:end]
+
+
+def entries(definition: ast.OperatorDef, kind: str) -> tuple:
+    block = definition.block(kind)
+    return block.entries if block else ()
