@@ -1,4 +1,4 @@
-"""The vector engine computes the function the scalar engine defines (issue 8).
+"""The vector engine computes the function the scalar engine defines.
 
 Random formulas from tests/vector_strategies.py run on both engines: the outputs must agree
 (identical ints and bools; reals within refinterp.lower.engines' documented tolerance), or both
@@ -139,6 +139,15 @@ def test_guarded_factor_with_an_infinity_stays_exact():
     x, w = np.array([1.0, 2.0, 3.0]), np.array([np.inf, 1.0, 1.0])
     check_equal(Example(op("x: real[3]; w: real[3];", "y: real[3];",
                            "y[i] += x[|i + k - 1|] * w[k], i < 3, k < 3;"), {"x": x, "w": w}))
+
+
+def test_only_a_factor_that_is_an_access_reads_zero_padding():
+    """A guarded access nested inside a factor (`[x[|i - 1|] + 1.0][0]`) must skip its
+    iteration, not read a padded 0 (which would contribute (0 + 1) * w[0])."""
+    x, w = np.arange(4.0), np.ones(4)
+    out = vectorised(op("x: real[4]; w: real[4];", "y: real[];",
+                        "y[] += [x[|i - 1|] + 1.0][0] * w[i], i < 4;"), {"x": x, "w": w})
+    assert out["y"] == 6.0
 
 
 def test_non_contiguous_inputs_use_their_own_strides():

@@ -9,8 +9,20 @@ import pkgutil
 import pytest
 
 import refinterp
-from refinterp.syntax import ast
+from refinterp.core.diagnostics import EvalDiagnostic, TypeDiagnostic
+from refinterp.language.expr import Environment, Evaluator
+from refinterp.language.types import Checker, Scope, check_expr
+from refinterp.syntax import ast, printer
 from refinterp.syntax.visitor import EXPRESSION_CLASSES, ExprVisitor, UnhandledNode, children
+
+# The passes that must handle every expression class. Listed by hand so that the parametrized
+# completeness test below cannot silently run over nothing (a pass losing `complete = True`, or
+# no longer being found, fails here).
+MUST_BE_COMPLETE: list[type] = [
+    printer._ExprPrinter,  # format_expr
+    Checker,               # check_expr
+    Evaluator,             # evaluate
+]
 
 
 def all_visitors() -> list[type]:
@@ -35,6 +47,23 @@ def test_expression_classes_are_every_expression_node() -> None:
                          ids=lambda v: f"{v.__module__}.{v.__qualname__}")
 def test_a_complete_pass_handles_every_expression_class(visitor: type) -> None:
     assert visitor.unhandled() == []
+
+
+@pytest.mark.parametrize("visitor", MUST_BE_COMPLETE, ids=lambda v: v.__qualname__)
+def test_the_passes_over_every_expression_are_marked_complete(visitor: type) -> None:
+    assert issubclass(visitor, ExprVisitor)
+    assert visitor.complete is True
+    assert visitor in all_visitors()  # so the completeness test above runs over it
+
+
+def test_complete_passes_reject_ranges_and_slices_outside_lists_and_indices() -> None:
+    for node in (ast.Range(ast.IntLiteral(0), ast.IntLiteral(2)), ast.Slice()):
+        with pytest.raises(TypeError, match="not an expression"):
+            printer.format_expr(node)
+        with pytest.raises(TypeDiagnostic, match=f"unexpected {type(node).__name__}"):
+            check_expr(node, Scope())
+        with pytest.raises(EvalDiagnostic, match=f"cannot evaluate {type(node).__name__}"):
+            Evaluator(Environment(), {}).eval(node)
 
 
 def test_dispatch_generic_visit_and_unhandled() -> None:

@@ -6,8 +6,8 @@ any other expression is evaluated and checked. The *binding order* of the inputs
 once per definition, from the definition alone (§2.6.1), so that every invocation binds the
 same way; a definition whose inputs cannot be ordered is invalid.
 
-This module is the first part of issue 4 (operator instantiation); the per-invocation binding
-builds on `affine_form` / `solve_affine` and `binding_order`.
+Instantiation (`refinterp.language.instance`) binds each invocation's input shapes in
+`definition_order`, deducing symbols with `affine_form` / `solve_affine`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import BindingDiagnostic
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor, children, nodes
 
 
 @dataclass(frozen=True)
@@ -41,20 +43,31 @@ def affine_form(expr: ast.Expr) -> Affine | None:
     return Affine(symbol, coefficient, offset)
 
 
-def _linear(expr: ast.Expr) -> tuple[str | None, Fraction, Fraction] | None:
+_LinearForm = tuple[str | None, Fraction, Fraction]
+
+
+class _Linear(ExprVisitor[_LinearForm | None]):
     """(symbol, a, b) with expr == a * symbol + b, symbol None for a constant; None if not."""
-    if isinstance(expr, ast.IntLiteral):
+
+    def visit_IntLiteral(self, expr: ast.IntLiteral) -> _LinearForm:
         return None, Fraction(0), Fraction(expr.value)
-    if isinstance(expr, ast.Name):
+
+    def visit_Name(self, expr: ast.Name) -> _LinearForm:
         return expr.name, Fraction(1), Fraction(0)
-    if isinstance(expr, ast.Unary) and expr.op in ("+", "-"):
-        inner = _linear(expr.operand)
+
+    def visit_Unary(self, expr: ast.Unary) -> _LinearForm | None:
+        if expr.op not in ("+", "-"):
+            return None
+        inner = self.visit(expr.operand)
         if inner is None:
             return None
         sign = -1 if expr.op == "-" else 1
         return inner[0], sign * inner[1], sign * inner[2]
-    if isinstance(expr, ast.Binary) and expr.op in ("+", "-", "*"):
-        left, right = _linear(expr.left), _linear(expr.right)
+
+    def visit_Binary(self, expr: ast.Binary) -> _LinearForm | None:
+        if expr.op not in ("+", "-", "*"):
+            return None
+        left, right = self.visit(expr.left), self.visit(expr.right)
         if left is None or right is None:
             return None
         if expr.op == "*":
@@ -69,7 +82,12 @@ def _linear(expr: ast.Expr) -> tuple[str | None, Fraction, Fraction] | None:
         symbol = symbols.pop() if symbols else None
         a = (left[1] if left[0] else 0) + sign * (right[1] if right[0] else 0)
         return symbol, Fraction(a), left[2] + sign * right[2]
-    return None
+
+    def generic_visit(self, expr: ast.Expr) -> None:
+        return None  # any other form is not affine
+
+
+_linear = _Linear().visit
 
 
 def solve_affine(form: Affine, value: int) -> int | None:
@@ -79,28 +97,27 @@ def solve_affine(form: Affine, value: int) -> int | None:
     return int(x) if x.denominator == 1 else None
 
 
-def free_names(expr: ast.Expr | None) -> set[str]:
-    """The identifiers an expression refers to (not operator names, not members)."""
+class _FreeNames(ExprVisitor[None]):
+    """Adds the identifiers under a node to `names`: `Name` nodes only, so operator names,
+    members, labels and declared target names (plain strings in the tree) are not included."""
+
+    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
+        names.add(node.name)
+
+    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
+        for child in children(node):
+            self.visit(child, names)
+
+
+_NAMES = _FreeNames()
+
+
+def free_names(expr: object) -> set[str]:
+    """The identifiers an expression refers to (not operator names, not members); also of any
+    node (a right-hand side, a target) or tuple of nodes, and none of None."""
     names: set[str] = set()
-
-    def visit(node: object) -> None:
-        if isinstance(node, ast.Name):
-            names.add(node.name)
-        elif isinstance(node, ast.Call):
-            for arg in node.args:
-                visit(arg)
-            for attribute in node.attributes or ():
-                visit(attribute.value)
-        elif isinstance(node, ast.Member):
-            visit(node.base)
-        elif isinstance(node, ast.Node):
-            for value in vars(node).values():
-                visit(value)
-        elif isinstance(node, tuple):
-            for item in node:
-                visit(item)
-
-    visit(expr)
+    for node in nodes(expr):
+        _NAMES.visit(node, names)
     return names
 
 
@@ -206,20 +223,27 @@ def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
                 f"no attribute or input shape defines", attribute.default.span)
 
 
-_ORDERS: dict[int, tuple[ast.OperatorDef, list[ast.ParamDecl]]] = {}
+# Binding orders by (attribute declarations, input declarations): see `definition_order`.
+_ORDERS: BoundedCache[tuple[int, ...]] = BoundedCache(1024)
 
 
 def definition_order(definition: ast.OperatorDef) -> list[ast.ParamDecl]:
-    """The checked binding order of a definition, computed once per definition (§2.6.1: it
-    depends on the definition only) and reused by every instantiation."""
-    cached = _ORDERS.get(id(definition))
-    if cached is not None and cached[0] is definition:
-        return cached[1]
+    """The checked binding order of a definition's inputs (§2.6.1: it depends on the definition
+    only), computed once and reused by every instantiation.
+
+    Cached by the declarations themselves, as positions in @input: equal declarations elsewhere
+    (spans aside) have the same order, and positions carry no spans. A diagnostic is not cached,
+    so it always points at the declarations of this definition."""
     attributes = definition.block("attrib")
     inputs = definition.block("input")
     attribute_decls = attributes.entries if attributes else ()
     input_decls = inputs.entries if inputs else ()
-    order = binding_order(attribute_decls, input_decls)  # type: ignore[arg-type]
-    check_deferred_attributes(attribute_decls, input_decls)  # type: ignore[arg-type]
-    _ORDERS[id(definition)] = (definition, order)
-    return order
+    key = (attribute_decls, input_decls)
+    positions = _ORDERS.get(key)
+    if positions is None:
+        order = binding_order(attribute_decls, input_decls)  # type: ignore[arg-type]
+        check_deferred_attributes(attribute_decls, input_decls)  # type: ignore[arg-type]
+        positions = tuple(next(i for i, decl in enumerate(input_decls) if decl is chosen)
+                          for chosen in order)
+        _ORDERS.put(key, positions)
+    return [input_decls[i] for i in positions]  # type: ignore[misc]

@@ -15,6 +15,7 @@ from typing import Callable
 from refinterp.numeric import rules
 from refinterp.core.diagnostics import EvalDiagnostic
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor
 from refinterp.language.types import (
     CASTS, FOLDS_WITH_INITIAL, Scope, Type, check_expr, type_of_value,
 )
@@ -47,8 +48,11 @@ def evaluate(expr: ast.Expr, env: Environment | None = None) -> Value:
     return Evaluator(env, types).eval(expr)
 
 
-class Evaluator:
-    """Evaluates one checked expression tree."""
+class Evaluator(ExprVisitor[Value]):
+    """Evaluates one checked expression tree, one `visit_<Class>` rule per expression class;
+    `types` are the checker's types of its nodes (`check_expr`)."""
+
+    complete = True
 
     def __init__(self, env: Environment, types: dict[int, Type]) -> None:
         self.env = env
@@ -59,7 +63,8 @@ class Evaluator:
         return EvalDiagnostic(message, node.span)
 
     def numeric(self, node: ast.Node, function: Callable, *args: Value) -> Value:
-        """Apply a semantics function, turning its NumericError into a diagnostic at `node`."""
+        """Apply a numeric rule (`refinterp.numeric.rules`), turning its NumericError into a
+        diagnostic at `node`."""
         try:
             return function(*args, self.profile)
         except rules.NumericError as error:
@@ -72,43 +77,35 @@ class Evaluator:
 
     # ------------------------------------------------------------------ dispatch
 
-    def eval(self, node: ast.Expr) -> Value:  # noqa: C901 - one case per node type
-        if isinstance(node, ast.IntLiteral):
-            return node.value
-        if isinstance(node, ast.RealLiteral):
-            return node.value
-        if isinstance(node, ast.BoolLiteral):
-            return node.value
-        if isinstance(node, ast.Constant):
-            return math.inf if node.name == "inf" else math.pi
-        if isinstance(node, ast.StringLiteral):
-            return self.eval_string(node)
-        if isinstance(node, ast.Name):
-            return self.env.values[node.name]
-        if isinstance(node, ast.ListExpr):
-            return self.eval_list(node)
-        if isinstance(node, ast.Unary):
-            return self.eval_unary(node)
-        if isinstance(node, ast.Binary):
-            return self.eval_binary(node)
-        if isinstance(node, ast.Select):
-            return self.eval_select(node)
-        if isinstance(node, ast.Fold):
-            return self.eval_fold(node)
-        if isinstance(node, ast.Subscript):
-            return self.eval_subscript(node)
-        if isinstance(node, ast.Substitute):
-            return self.eval_substitute(node)
-        if isinstance(node, ast.Member):
-            return self.eval_member(node)
-        if isinstance(node, ast.Builtin):
-            return self.eval_builtin(node, node.name, node.args[0])
-        if isinstance(node, ast.Call):
-            name = node.callee[0]
-            if name in CASTS or name in self.env.dtypes:
-                return self.eval_cast(node, name)
-            return self.eval_builtin(node, name, node.args[0])
+    eval = ExprVisitor.visit  # `eval(node)`: the value of a checked expression
+
+    def visit_IntLiteral(self, node: ast.IntLiteral) -> Value:
+        return node.value
+
+    visit_RealLiteral = visit_BoolLiteral = visit_IntLiteral
+
+    def visit_Constant(self, node: ast.Constant) -> Value:
+        return math.inf if node.name == "inf" else math.pi
+
+    def visit_Name(self, node: ast.Name) -> Value:
+        return self.env.values[node.name]
+
+    def visit_Builtin(self, node: ast.Builtin) -> Value:
+        return self.eval_builtin(node, node.name, node.args[0])
+
+    def visit_Call(self, node: ast.Call) -> Value:
+        name = node.callee[0]
+        if name in CASTS or name in self.env.dtypes:
+            return self.eval_cast(node, name)
+        return self.eval_builtin(node, name, node.args[0])
+
+    def cannot_evaluate(self, node: ast.Node) -> Value:
+        """A form the checker rejects outside a list or index (or a node that is no
+        expression)."""
         raise self.fail(node, f"cannot evaluate {type(node).__name__}")
+
+    visit_Expand = visit_Zip = visit_Bounded = visit_Placeholder = cannot_evaluate
+    visit_Range = visit_Slice = generic_visit = cannot_evaluate
 
     # ------------------------------------------------------------------ element-wise core
 
@@ -130,7 +127,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ forms
 
-    def eval_string(self, node: ast.StringLiteral) -> Value:
+    def visit_StringLiteral(self, node: ast.StringLiteral) -> Value:
         pieces = []
         for part in node.parts:
             if isinstance(part, str):
@@ -142,7 +139,7 @@ class Evaluator:
             pieces.append(format_inserted(value))
         return "".join(pieces)
 
-    def eval_list(self, node: ast.ListExpr) -> Value:
+    def visit_ListExpr(self, node: ast.ListExpr) -> Value:
         items: list[Value] = []
         for item in node.items:
             if isinstance(item, ast.Range):
@@ -198,14 +195,14 @@ class Evaluator:
         self.check_length(item, count)
         return (value,) * count
 
-    def eval_unary(self, node: ast.Unary) -> Value:
+    def visit_Unary(self, node: ast.Unary) -> Value:
         if node.op == "?":
             return self.eval(node.operand) is not NULL  # §2.4: never null
         operand = self.eval(node.operand)
         return self.elementwise(node, lambda a: self.numeric(node, rules.unary, node.op, a),
                                 operand)
 
-    def eval_binary(self, node: ast.Binary) -> Value:
+    def visit_Binary(self, node: ast.Binary) -> Value:
         op = node.op
         if op == "??":  # §2.4 null coalescing; lazy: the right side only when needed
             left = self.eval(node.left)
@@ -238,7 +235,7 @@ class Evaluator:
         return _reduce(lambda o, a, b: self.numeric(node, rules.binary, o, a, b), op, pack,
                        initial)
 
-    def eval_select(self, node: ast.Select) -> Value:
+    def visit_Select(self, node: ast.Select) -> Value:
         """§2.4 select. A single condition evaluates only the taken branch, so a null in the
         other branch does not matter (`?x ? x : 0`); a pack condition selects item by item."""
         cond = self.eval(node.cond)
@@ -262,7 +259,7 @@ class Evaluator:
             chosen.append(branch[index] if isinstance(branch, tuple) else branch)
         return tuple(chosen)
 
-    def eval_fold(self, node: ast.Fold) -> Value:
+    def visit_Fold(self, node: ast.Fold) -> Value:
         pack = self.eval(node.operand)
         if pack is NULL:
             return NULL
@@ -304,7 +301,7 @@ class Evaluator:
             raise self.fail(node, f"index {index} is out of range for length {length}")
         return position
 
-    def eval_subscript(self, node: ast.Subscript) -> Value:
+    def visit_Subscript(self, node: ast.Subscript) -> Value:
         base = self.eval(node.base)
         if base is NULL:
             return NULL
@@ -316,7 +313,7 @@ class Evaluator:
         picked = [base[i] for i in chosen]
         return "".join(picked) if isinstance(base, str) else tuple(picked)
 
-    def eval_substitute(self, node: ast.Substitute) -> Value:
+    def visit_Substitute(self, node: ast.Substitute) -> Value:
         base = self.eval(node.target.base)
         value = self.eval(node.value)
         if base is NULL or value is NULL:
@@ -334,7 +331,7 @@ class Evaluator:
             result[position] = new
         return tuple(result)
 
-    def eval_member(self, node: ast.Member) -> Value:
+    def visit_Member(self, node: ast.Member) -> Value:
         base = self.eval(node.base)
         if base is NULL:
             return NULL

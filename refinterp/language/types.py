@@ -4,7 +4,8 @@ A `Type` is a primitive base (`int real bool str`, a generic name declared in @d
 for the unknown item type of `[]`) with three modifiers: packed, optional, tensor. `check_expr`
 infers the type of every node of an expression, raising a TypeDiagnostic with the node's span at
 the first error (`1 + true`, `[1, 2.0]`, `x && ..` on ints, `[a..(0.5)]`, ...). The evaluator
-(`refinterp.language.expr`) reads the inferred types, e.g. to give `[] + ..` of a real pack the value 0.0.
+(`refinterp.language.expr`) reads the inferred types, e.g. to give `[] + ..` of a real pack the
+value 0.0.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from refinterp.core.diagnostics import TypeDiagnostic
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor
 
 CONCRETE = ("int", "real", "bool", "str")
 ABSTRACT = ("type", "arith", "num")
@@ -73,8 +75,12 @@ def check_expr(expr: ast.Expr, scope: Scope) -> dict[int, Type]:
     return checker.types
 
 
-class Checker:
-    """Infers types bottom-up; one instance per checked expression."""
+class Checker(ExprVisitor[Type]):
+    """Infers types bottom-up, one `visit_<Class>` rule per expression class; one instance per
+    checked expression. `check` records each node's type in `types`, keyed by `id(node)`: two
+    equal subtrees can have different types (`x` under `?x ? x : ...` is not optional)."""
+
+    complete = True
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
@@ -101,7 +107,7 @@ class Checker:
         if scope is not None:
             self.scope = scope
         try:
-            result = self._check(node)
+            result = self.visit(node)
         finally:
             self.scope = saved
         self.types[id(node)] = result
@@ -109,53 +115,50 @@ class Checker:
 
     # ------------------------------------------------------------------ rules
 
-    def _check(self, node: ast.Expr) -> Type:  # noqa: C901 - one case per node type
-        if isinstance(node, ast.IntLiteral):
-            return INT
-        if isinstance(node, (ast.RealLiteral, ast.Constant)):
-            return REAL
-        if isinstance(node, ast.BoolLiteral):
-            return BOOL
-        if isinstance(node, ast.StringLiteral):
-            parts = [self.check(p) for p in node.parts if not isinstance(p, str)]
-            return replace(STR, optional=any(t.optional for t in parts))
-        if isinstance(node, ast.Name):
-            found = self.scope.symbols.get(node.name)
-            if found is None:
-                raise TypeDiagnostic(f"undefined name '{node.name}'", node.span, code="E0401")
-            return found
-        if isinstance(node, ast.ListExpr):
-            return self.check_list(node)
-        if isinstance(node, ast.Unary):
-            return self.check_unary(node)
-        if isinstance(node, ast.Binary):
-            return self.check_binary(node)
-        if isinstance(node, ast.Select):
-            return self.check_select(node)
-        if isinstance(node, ast.Fold):
-            return self.check_fold(node)
-        if isinstance(node, ast.Subscript):
-            return self.check_subscript(node)
-        if isinstance(node, ast.Substitute):
-            return self.check_substitute(node)
-        if isinstance(node, ast.Member):
-            return self.check_member(node)
-        if isinstance(node, ast.Builtin):
-            return self.check_builtin(node, node.name, node.args)
-        if isinstance(node, ast.Call):
-            return self.check_call(node)
-        if isinstance(node, ast.Expand):
-            raise self.fail(node, "an expansion '..' is only allowed as a list item or index")
-        if isinstance(node, ast.Zip):
-            raise self.fail(node, "a zip '(a, b)..' is only allowed inside a list")
-        if isinstance(node, ast.Bounded):
-            raise self.fail(node, "a bounded index '|i|' is only allowed in a tensor access "
-                                  "of a @lower formula")
-        if isinstance(node, ast.Placeholder):
-            raise self.fail(node, "'~' is not a value")
+    def visit_IntLiteral(self, node: ast.IntLiteral) -> Type:
+        return INT
+
+    def visit_RealLiteral(self, node: ast.RealLiteral) -> Type:
+        return REAL
+
+    visit_Constant = visit_RealLiteral
+
+    def visit_BoolLiteral(self, node: ast.BoolLiteral) -> Type:
+        return BOOL
+
+    def visit_StringLiteral(self, node: ast.StringLiteral) -> Type:
+        parts = [self.check(p) for p in node.parts if not isinstance(p, str)]
+        return replace(STR, optional=any(t.optional for t in parts))
+
+    def visit_Name(self, node: ast.Name) -> Type:
+        found = self.scope.symbols.get(node.name)
+        if found is None:
+            raise TypeDiagnostic(f"undefined name '{node.name}'", node.span, code="E0401")
+        return found
+
+    def visit_Builtin(self, node: ast.Builtin) -> Type:
+        return self.check_builtin(node, node.name, node.args)
+
+    def visit_Expand(self, node: ast.Expand) -> Type:
+        raise self.fail(node, "an expansion '..' is only allowed as a list item or index")
+
+    def visit_Zip(self, node: ast.Zip) -> Type:
+        raise self.fail(node, "a zip '(a, b)..' is only allowed inside a list")
+
+    def visit_Bounded(self, node: ast.Bounded) -> Type:
+        raise self.fail(node, "a bounded index '|i|' is only allowed in a tensor access of a "
+                              "@lower formula")
+
+    def visit_Placeholder(self, node: ast.Placeholder) -> Type:
+        raise self.fail(node, "'~' is not a value")
+
+    def unexpected(self, node: ast.Node) -> Type:
+        """A range or slice outside a list or index (or a node that is no expression)."""
         raise self.fail(node, f"unexpected {type(node).__name__} in an expression")
 
-    def check_list(self, node: ast.ListExpr) -> Type:
+    visit_Range = visit_Slice = generic_visit = unexpected
+
+    def visit_ListExpr(self, node: ast.ListExpr) -> Type:
         item_types: list[Type] = []
         optional = False
         for item in node.items:
@@ -207,7 +210,7 @@ class Checker:
         if packed is not None and t.packed != packed:
             raise self.fail(node, f"{what} must {'' if packed else 'not '}be a pack; got {t}")
 
-    def check_unary(self, node: ast.Unary) -> Type:
+    def visit_Unary(self, node: ast.Unary) -> Type:
         t = self.check(node.operand)
         if node.op == "?":
             return BOOL
@@ -217,7 +220,7 @@ class Checker:
             raise self.fail(node, f"unary '{node.op}' needs an int or real operand; got {t}")
         return t
 
-    def check_binary(self, node: ast.Binary) -> Type:
+    def visit_Binary(self, node: ast.Binary) -> Type:
         op = node.op
         if op == "??":
             return self.check_coalesce(node)
@@ -260,7 +263,7 @@ class Checker:
                                   f"{left} and {right}")
         return Type(self.unify(node, "'??'", left, right), left.packed)
 
-    def check_select(self, node: ast.Select) -> Type:
+    def visit_Select(self, node: ast.Select) -> Type:
         cond = self.check(node.cond)
         self.require(node.cond, cond, "bool", "a select condition")
         then = self.check(node.then, self.promoted_scope(node.cond))
@@ -298,7 +301,7 @@ class Checker:
             return cls.null_tested_names(cond.left) + cls.null_tested_names(cond.right)
         return []
 
-    def check_fold(self, node: ast.Fold) -> Type:
+    def visit_Fold(self, node: ast.Fold) -> Type:
         t = self.check(node.operand)
         if not t.packed:
             raise self.fail(node.operand, f"a fold needs a pack; got {t}")
@@ -315,7 +318,7 @@ class Checker:
             return Type(t.base, optional=True)
         return t.item()
 
-    def check_subscript(self, node: ast.Subscript) -> Type:
+    def visit_Subscript(self, node: ast.Subscript) -> Type:
         base = self.check(node.base)
         if base.tensor:
             raise self.fail(node, "tensor access is only allowed in @lower formulas")
@@ -345,7 +348,7 @@ class Checker:
                                   f"got {t}")
         return t, not t.packed
 
-    def check_substitute(self, node: ast.Substitute) -> Type:
+    def visit_Substitute(self, node: ast.Substitute) -> Type:
         target = self.check(node.target.base)
         if not target.packed:
             raise self.fail(node.target.base, f"substitution needs a pack; got {target}")
@@ -362,7 +365,7 @@ class Checker:
         self.types[id(node.target)] = result
         return result
 
-    def check_member(self, node: ast.Member) -> Type:
+    def visit_Member(self, node: ast.Member) -> Type:
         base = self.check(node.base)
         if node.name in ("shape", "rank"):
             if not base.tensor or base.packed:
@@ -375,7 +378,7 @@ class Checker:
             return Type("int", optional=base.optional)
         raise self.fail(node, f"unknown member '.{node.name}' (expected shape, rank or size)")
 
-    def check_call(self, node: ast.Call) -> Type:
+    def visit_Call(self, node: ast.Call) -> Type:
         if node.label or node.generics or node.attributes is not None or len(node.callee) != 1:
             raise self.fail(node, f"operator invocation '{'.'.join(node.callee)}' is not "
                                   f"allowed in a compile-time expression")
@@ -468,6 +471,6 @@ def type_of_value(value: object) -> Type:
             raise ValueError("a pack mixes types")
         base = items.pop().base if items else "any"
         return Type(base, packed=True)
-    if getattr(value, "sign", None) is not None:  # semantics.IntInfinity
+    if getattr(value, "sign", None) is not None:  # rules.IntInfinity
         return INT
     raise ValueError(f"no SkriptND type for {value!r}")

@@ -1,8 +1,9 @@
 """Compile-time values: null, scalars, packs, tensor descriptors; printing as literals and JSON.
 
 Values are plain Python objects:
-  int (unbounded) | float | bool | str | tuple (a pack) | NULL | semantics.IntInfinity
-  | TensorValue (a tensor seen at compile time: its shape, for `x.shape` / `x.rank`).
+  int (unbounded) | float | bool | str | tuple (a pack) | NULL | rules.IntInfinity
+  | TensorValue (a tensor seen at compile time: its shape, for `x.shape` / `x.rank`),
+where `rules` is refinterp.numeric.rules.
 `NULL` is the one null value; Python `None` never stands for null.
 """
 
@@ -45,10 +46,6 @@ class TensorValue:
 
 
 Value = Union[int, float, bool, str, tuple, _Null, TensorValue, Any]
-
-
-def is_null(value: Value) -> bool:
-    return value is NULL
 
 
 def format_literal(value: Value) -> str:
@@ -94,7 +91,7 @@ def to_json_data(value: Value) -> Any:
     if isinstance(value, TensorValue):
         return {"dtype": value.dtype, "shape": list(value.shape)}
     sign = getattr(value, "sign", None)
-    if sign is not None:  # semantics.IntInfinity
+    if sign is not None:  # rules.IntInfinity
         return math.inf if sign > 0 else -math.inf
     raise TypeError(f"no JSON form for {value!r}")
 

@@ -15,19 +15,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from refinterp.numeric import rules
 from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate
-from refinterp.language.instance import OperatorInstance
-from refinterp.syntax import ast
+from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS
 from refinterp.language.values import TensorValue
-from refinterp.lower.plan import Formula
+from refinterp.lower.plan import INT64_MAX, INT64_MIN, UPDATE_OPS, Formula
+from refinterp.numeric import rules
+from refinterp.numeric.representation import kind_of
+from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor
 
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 INLINE = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
           "==": "==", "!=": "!="}
-UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
 
 
 class Unsupported(Exception):
@@ -42,14 +43,11 @@ class OutOfRange(Exception):
         self.access, self.position, self.indices = access, position, indices
 
 
-def _kind(dtype: Any) -> str:
-    if dtype == np.bool_:
-        return "bool"
-    return "int" if np.issubdtype(dtype, np.integer) else "real"
+class Generator(ExprVisitor[tuple[str, str]]):
+    """Builds the Python source of one formula. As an expression pass, `visit(node)` gives the
+    (Python source, kind) of a scalar expression, or raises Unsupported."""
 
-
-class Generator:
-    """Builds the Python source of one formula."""
+    complete = True
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                  profile: rules.Profile) -> None:
@@ -82,8 +80,6 @@ class Generator:
         return self.tensors[name], array
 
     def compile_time(self, node: ast.Expr) -> tuple[str, str] | None:
-        from refinterp.language.binding import free_names
-
         names = free_names(node)
         runtime = set(self.indices) | set(self.locals) | set(self.arrays)
         if names & runtime or isinstance(node, (ast.Bounded, ast.Expand)):
@@ -104,51 +100,70 @@ class Generator:
 
     # ------------------------------------------------------------------ expressions
 
-    def expr(self, node: ast.Expr) -> tuple[str, str]:  # noqa: C901 - one case per node
-        """(Python source, kind) of a scalar expression."""
+    def visit(self, node: Any, *args: Any) -> tuple[str, str]:
+        """(Python source, kind) of a scalar expression; a compile-time one is a constant."""
         folded = self.compile_time(node)
         if folded is not None:
             return folded
-        if isinstance(node, ast.Name):
-            if node.name in self.indices:
-                if isinstance(self.indices[node.name], tuple):
-                    raise Unsupported("packed index")
-                return f"I_{node.name}", "int"
-            if node.name in self.locals:
-                return f"L_{node.name}", self.locals[node.name]
-            raise Unsupported(node.name)
-        if isinstance(node, ast.Subscript):
-            return self.access(node)
-        if isinstance(node, ast.Unary):
-            operand, kind = self.expr(node.operand)
-            if node.op == "-" and kind in ("int", "real"):
-                return f"(-{operand})", kind
-            if node.op == "+" and kind in ("int", "real"):
-                return operand, kind
-            if node.op == "!" and kind == "bool":
-                return f"(not {operand})", "bool"
-            raise Unsupported(node.op)
-        if isinstance(node, ast.Binary):
-            return self.binary(node)
-        if isinstance(node, ast.Select) and node.otherwise is not None:
-            cond, kind = self.expr(node.cond)
-            emitted = len(self.lines)
-            then, then_kind = self.expr(node.then)
-            other, other_kind = self.expr(node.otherwise)
-            if kind != "bool" or then_kind != other_kind:
-                raise Unsupported("select")
-            if len(self.lines) != emitted:
-                # a guard or range check in a branch must only act when that branch is
-                # taken (the closure path evaluates just the chosen branch)
-                raise Unsupported("checks inside a branch")
-            return f"({then} if {cond} else {other})", then_kind
-        if isinstance(node, (ast.Builtin, ast.Call)):
-            return self.call(node)
+        return super().visit(node, *args)
+
+    def visit_Name(self, node: ast.Name) -> tuple[str, str]:
+        if node.name in self.indices:
+            if isinstance(self.indices[node.name], tuple):
+                raise Unsupported("packed index")
+            return f"I_{node.name}", "int"
+        if node.name in self.locals:
+            return f"L_{node.name}", self.locals[node.name]
+        raise Unsupported(node.name)
+
+    def visit_Subscript(self, node: ast.Subscript) -> tuple[str, str]:
+        return self.access(node)
+
+    def visit_Unary(self, node: ast.Unary) -> tuple[str, str]:
+        operand, kind = self.visit(node.operand)
+        if node.op == "-" and kind in ("int", "real"):
+            return f"(-{operand})", kind
+        if node.op == "+" and kind in ("int", "real"):
+            return operand, kind
+        if node.op == "!" and kind == "bool":
+            return f"(not {operand})", "bool"
+        raise Unsupported(node.op)
+
+    def visit_Select(self, node: ast.Select) -> tuple[str, str]:
+        if node.otherwise is None:
+            raise Unsupported("select without an else branch")
+        cond, kind = self.visit(node.cond)
+        emitted = len(self.lines)
+        then, then_kind = self.visit(node.then)
+        other, other_kind = self.visit(node.otherwise)
+        if kind != "bool" or then_kind != other_kind:
+            raise Unsupported("select")
+        if len(self.lines) != emitted:
+            # a guard or range check in a branch must only act when that branch is
+            # taken (the closure path evaluates just the chosen branch)
+            raise Unsupported("checks inside a branch")
+        return f"({then} if {cond} else {other})", then_kind
+
+    def visit_Builtin(self, node: ast.Builtin) -> tuple[str, str]:
+        return self.call(node.name, node.args)
+
+    def visit_Call(self, node: ast.Call) -> tuple[str, str]:
+        if len(node.callee) != 1 or node.attributes is not None or node.generics:
+            raise Unsupported("call")
+        return self.call(node.callee[0], node.args)
+
+    def unsupported(self, node: ast.Node) -> tuple[str, str]:
+        """Outside the generated subset (a literal never gets here: it is compile-time)."""
         raise Unsupported(type(node).__name__)
 
-    def binary(self, node: ast.Binary) -> tuple[str, str]:
-        left, left_kind = self.expr(node.left)
-        right, right_kind = self.expr(node.right)
+    visit_IntLiteral = visit_RealLiteral = visit_BoolLiteral = visit_Constant = unsupported
+    visit_StringLiteral = visit_Placeholder = visit_ListExpr = visit_Range = unsupported
+    visit_Expand = visit_Zip = visit_Fold = visit_Slice = visit_Bounded = unsupported
+    visit_Substitute = visit_Member = unsupported
+
+    def visit_Binary(self, node: ast.Binary) -> tuple[str, str]:
+        left, left_kind = self.visit(node.left)
+        right, right_kind = self.visit(node.right)
         if left_kind != right_kind:
             raise Unsupported("mixed operand types")  # the closure path reports it
         op = node.op
@@ -165,18 +180,12 @@ class Generator:
             return f"BIN({op!r}, {left}, {right}, P)", left_kind
         raise Unsupported(op)
 
-    def call(self, node: ast.Expr) -> tuple[str, str]:
-        if isinstance(node, ast.Builtin):
-            name, args = node.name, node.args
-        else:
-            assert isinstance(node, ast.Call)
-            if len(node.callee) != 1 or node.attributes is not None or node.generics:
-                raise Unsupported("call")
-            name, args = node.callee[0], node.args
+    def call(self, name: str, args: tuple[ast.Expr, ...]) -> tuple[str, str]:
+        """A cast or a one-argument built-in function, by the numeric rules."""
         target = self.instance.dtypes.get(name, name)
         if len(args) != 1:
             raise Unsupported("arguments")
-        operand, kind = self.expr(args[0])
+        operand, kind = self.visit(args[0])
         if target in CASTS:
             if target == "str":
                 raise Unsupported("str")
@@ -192,7 +201,7 @@ class Generator:
             raise Unsupported("access base")
         flat, array = self.tensor(node.base.name)
         offset = self.offset(node, node.base.name, array)
-        return f"{flat}[{offset}]", _kind(array.dtype)
+        return f"{flat}[{offset}]", kind_of(array)
 
     def offset(self, node: ast.Subscript, name: str, array: np.ndarray) -> str:
         """Source of the flat offset, emitting guards and range checks before use."""
@@ -262,7 +271,7 @@ class Generator:
         return f"I_{name}"
 
     def index_value(self, node: ast.Expr) -> str:
-        source, kind = self.expr(node)
+        source, kind = self.visit(node)
         if kind != "int":
             raise Unsupported("non-int index")
         return source
@@ -277,20 +286,20 @@ class Generator:
 
         body: list[str] = []
         for local in formula.locals:
-            source, kind = self.expr(local.value)
+            source, kind = self.visit(local.value)
             self.lines.append(f"L_{local.name} = {source}")
             self.locals[local.name] = kind
         body.extend(self.take())
         if formula.condition is not None:
-            cond, kind = self.expr(formula.condition)
+            cond, kind = self.visit(formula.condition)
             body.extend(self.take())
             if kind != "bool":
                 raise Unsupported("condition")
             body.append(f"if not {cond}: continue")
-        value, kind = self.expr(formula.value)
+        value, kind = self.visit(formula.value)
         body.extend(self.take())
         out_flat, out_array = self.tensor(formula.output)
-        out_kind = _kind(out_array.dtype)
+        out_kind = kind_of(out_array)
         target = ast.Subscript(ast.Name(formula.output), formula.access, span=formula.node.span)
         offset = self.offset(target, formula.output, out_array)
         body.extend(self.take())
@@ -340,10 +349,6 @@ class IntOverflow(Exception):
         self.value = value
 
 
-def _binary(op: str, a: Any, b: Any, profile: rules.Profile) -> Any:
-    return rules.binary(op, a, b, profile)
-
-
 def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                     profile: rules.Profile,
                     fail: Callable[[ast.Node, str, dict | None], Diagnostic]
@@ -362,7 +367,7 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
     def run() -> None:
         flats = [arrays[name].ravel().tolist() for name in names]
         try:
-            kernel(generator.constants, _binary, rules.cast, rules.builtin, profile,
+            kernel(generator.constants, rules.binary, rules.cast, rules.builtin, profile,
                    OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
         except OutOfRange as error:
             node, name = generator.accesses[error.access]

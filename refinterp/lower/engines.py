@@ -18,8 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 from refinterp.numeric import rules
-from refinterp.language.instance import OperatorInstance
-from refinterp.lower.plan import plan_lowering
+from refinterp.language.invocation import OperatorInstance
+from refinterp.lower.plan import lowering_plan
 from refinterp.lower.scalar import run_lowering
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY, FormulaReport, run_vector
 
@@ -64,7 +64,7 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
 
 def iterations(instance: OperatorInstance) -> int:
     """The number of iterations of all formulas of an instance's @lower block."""
-    return sum(f.iterations() for f in plan_lowering(instance).formulas)
+    return sum(f.iterations() for f in lowering_plan(instance).formulas)
 
 
 def describe(reports: list[FormulaReport]) -> str:
@@ -79,7 +79,7 @@ def describe(reports: list[FormulaReport]) -> str:
 ENGINES: dict[str, Engine] = {name: make_engine(name) for name in ENGINE_NAMES}
 
 
-# The documented tolerance between engines (docs/rules.md, "Engines"): ints and bools are
+# The documented tolerance between engines (docs/semantics.md, "Engines"): ints and bools are
 # identical; reals agree to a relative 1e-9 plus an absolute 1e-12 (summation order, the last
 # place of transcendental functions), with nan where the other has nan, the same infinities,
 # and -0.0 equal to 0.0.

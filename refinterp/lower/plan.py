@@ -6,24 +6,63 @@ condition, and its index symbols with their bounds evaluated in the instance. In
 loop in declaration order, outermost first (row-major): that order decides summation order and
 ties, so it is part of the semantics (docs/semantics.md). The engines (scalar, vector) run
 plans; they never re-analyse the AST.
+
+It also holds the vocabulary every engine shares: what each update operator means
+(`UPDATE_OPS`), where it starts (`NEUTRAL`, `start_value`), the int64 bounds, the `:` marker
+(`FULL`), the output's kind (`output_kind`), and `derived`, which keeps what is derived from an
+instance alone (its plan, the compile-time values of its formulas) on the instance itself.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
-from refinterp.language.binding import free_names
 from refinterp.core.diagnostics import LoweringDiagnostic
+from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate
-from refinterp.language.instance import OperatorInstance
-from refinterp.syntax import ast
+from refinterp.language.invocation import OperatorInstance
 from refinterp.language.values import NULL, Value, format_literal
+from refinterp.numeric.array_rules import INT64_MAX, INT64_MIN  # int64 bounds, re-exported
+from refinterp.syntax import ast
+
+T = TypeVar("T")
+
+# Each update operator and the binary operator that combines the current value with the new one.
+UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
 
 # Neutral elements for implicit initialisation (§2.12: 0 for +=, 1 for *=, true for &=,
 # false for |=; the Khronos dialect also lets min/max start from +inf / -inf).
 NEUTRAL = {"+=": 0, "*=": 1, "&=": True, "|=": False, "<=": "+inf", ">=": "-inf"}
 NEEDS_INITIALISATION = (":=",)
+
+__all__ = ["FULL", "INT64_MAX", "INT64_MIN", "NEUTRAL", "UPDATE_OPS", "Formula", "IndexRange",
+           "LoweringPlan", "derived", "lowering_plan", "output_kind", "plan_lowering",
+           "start_value"]
+
+
+def start_value(start: Value, kind: str) -> Any:
+    """A neutral element (a value of `NEUTRAL`) as a value of an output of `kind`: the int
+    min/max start at the int64 extremes, the real ones at ±inf."""
+    if start == "+inf":
+        return INT64_MAX if kind == "int" else math.inf
+    if start == "-inf":
+        return INT64_MIN if kind == "int" else -math.inf
+    if kind == "bool":
+        return bool(start)
+    return start
+
+
+class _Full:
+    """The full-range index `:` of one dimension, before it is expanded."""
+
+    def __repr__(self) -> str:
+        return ":"
+
+
+FULL = _Full()
 
 
 @dataclass(frozen=True)
@@ -58,10 +97,6 @@ class Formula:
     indices: tuple[IndexRange, ...]
     condition: ast.Expr | None
 
-    @property
-    def is_initialisation(self) -> bool:
-        return self.op == "="
-
     def iterations(self) -> int:
         total = 1
         for index in self.indices:
@@ -84,7 +119,7 @@ def plan_lowering(instance: OperatorInstance) -> LoweringPlan:
     implicit: dict[str, Value] = {}
     by_output: dict[str, list[Formula]] = {}
     for formula in formulas:
-        by_output.setdefault(_key(formula), []).append(formula)
+        by_output.setdefault(formula.output, []).append(formula)
     for key, group in by_output.items():
         ops = [f.op for f in group]
         first = group[0]
@@ -102,8 +137,24 @@ def plan_lowering(instance: OperatorInstance) -> LoweringPlan:
     return LoweringPlan(formulas, implicit)
 
 
-def _key(formula: Formula) -> str:
-    return formula.output
+def derived(instance: OperatorInstance, key: str, make: Callable[[], T]) -> T:
+    """What an engine derives from `instance` alone (`make()`), made once and kept on the
+    instance itself, so that it lives exactly as long as the instance it describes."""
+    store = vars(instance).setdefault("_lowering_derived", {})
+    if key not in store:
+        store[key] = make()
+    return store[key]
+
+
+def lowering_plan(instance: OperatorInstance) -> LoweringPlan:
+    """`plan_lowering(instance)`, made once per instance."""
+    return derived(instance, "plan", lambda: plan_lowering(instance))
+
+
+def output_kind(instance: OperatorInstance, output: str) -> str:
+    """The declared kind ('real', 'int' or 'bool') of an output (of its items, for a pack)."""
+    info = instance.outputs[output]
+    return (info[0] if isinstance(info, tuple) else info).dtype
 
 
 def _formula(instance: OperatorInstance, node: ast.Lowering) -> Formula:

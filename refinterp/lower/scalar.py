@@ -1,7 +1,9 @@
 """The scalar engine: runs a lowering plan element by element (spec §2.12). It is the definition
-of what a @lower block computes; the vectorized engine must agree with it.
+of what a @lower block computes; the vector engine (vector.py) must compute the same function.
 
-Each formula is compiled once into Python closures (no AST walking per element). Index symbols
+A formula in the subset of refinterp.lower.codegen runs as generated Python source; any other is
+compiled once into Python closures (`FormulaRunner`, an expression pass: no AST walking per
+element), which also report the failing subexpression and iteration of an error. Index symbols
 loop in declaration order, outermost first (row-major), which fixes summation order and ties.
 Numbers go through refinterp.numeric.rules; an int result outside int64 is a diagnostic. An index
 out of range is skipped only where the formula guards it with `|e|` (the whole update of that
@@ -17,20 +19,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from refinterp.numeric import rules
-from refinterp.numeric.representation import NUMPY_DTYPES
 from refinterp.core.diagnostics import Diagnostic, EngineDiagnostic
-from refinterp.language.instance import OperatorInstance, TensorInfo
-from refinterp.syntax import ast
-from refinterp.language.types import CASTS
 from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate, fold_pack
+from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.language.types import CASTS
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.lower.codegen import compile_formula
-from refinterp.lower.plan import Formula, LoweringPlan, plan_lowering
-
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
+from refinterp.lower.plan import (FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, LoweringPlan,
+                                  lowering_plan, output_kind, start_value)
+from refinterp.numeric import rules
+from refinterp.numeric.representation import NUMPY_DTYPES, kind_of
+from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor
 
 Frame = dict[str, Any]
 Compiled = Callable[[Frame], Value]
@@ -38,13 +39,6 @@ Compiled = Callable[[Frame], Value]
 
 class _Skip(Exception):
     """A guarded index `|e|` fell outside its tensor: skip this iteration's update."""
-
-
-@dataclass
-class Tensors:
-    """The arrays a lowering reads and writes: inputs, constants and outputs (packs as lists)."""
-
-    arrays: dict[str, Any]  # name -> np.ndarray | list[np.ndarray] | NULL
 
 
 def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str, Any]:
@@ -61,23 +55,11 @@ def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str
             if dtype is None:
                 raise EngineDiagnostic(f"output '{name}' has type {item.dtype}, which has no "
                                        f"tensor representation", instance.definition.span)
-            start = _neutral(plan.implicit_start.get(name, 0), item.dtype)
+            start = start_value(plan.implicit_start.get(name, 0), item.dtype)
             arrays.append(np.zeros(item.shape, dtype=dtype) if start == 0 else
                           np.full(item.shape, start, dtype=dtype))
         outputs[name] = arrays if isinstance(info, tuple) else arrays[0]
     return outputs
-
-
-def _neutral(start: Value, dtype: str) -> Any:
-    """The neutral element as a value of the output's type (int min/max start at the int64
-    extremes)."""
-    if start == "+inf":
-        return INT64_MAX if dtype == "int" else math.inf
-    if start == "-inf":
-        return INT64_MIN if dtype == "int" else -math.inf
-    if dtype == "bool":
-        return bool(start)
-    return start
 
 
 def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
@@ -88,7 +70,7 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
     With `generated`, formulas in the subset of refinterp.lower.codegen run as generated
     Python source (same results, much faster); the others, or all without it, run as closures.
     """
-    plan = plan_lowering(instance)
+    plan = lowering_plan(instance)
     outputs = allocate_outputs(instance, plan)
     arrays = lowering_arrays(instance, inputs, outputs)
     for formula in plan.formulas:
@@ -149,8 +131,11 @@ def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
     return np.full(shape, value, dtype=dtype)
 
 
-class FormulaRunner:
-    """Compiles one formula into closures and runs its loops."""
+class FormulaRunner(ExprVisitor[Compiled]):
+    """Compiles one formula into closures and runs its loops. As an expression pass,
+    `visit(node)` compiles an expression into a closure `frame -> value`."""
+
+    complete = True
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                  profile: rules.Profile) -> None:
@@ -162,7 +147,6 @@ class FormulaRunner:
         self.index_names = {r.name for r in formula.indices}
         self.local_names = {local.name for local in formula.locals}
 
-
     def fail(self, node: ast.Node, message: str, frame: Frame | None = None
              ) -> EngineDiagnostic:
         return _failure(node, message, frame)
@@ -171,9 +155,9 @@ class FormulaRunner:
 
     def run(self) -> None:
         formula = self.formula
-        locals_ = [(local.name, self.compile(local.value)) for local in formula.locals]
-        value = self.compile(formula.value)
-        condition = self.compile(formula.condition) if formula.condition is not None else None
+        locals_ = [(local.name, self.visit(local.value)) for local in formula.locals]
+        value = self.visit(formula.value)
+        condition = self.visit(formula.condition) if formula.condition is not None else None
         store = self.compile_store()
         names = [r.name for r in formula.indices]
         ranges = [self.index_values(r.bound) for r in formula.indices]
@@ -207,8 +191,8 @@ class FormulaRunner:
     def compile_store(self) -> Callable[[Frame, Value], None]:
         formula = self.formula
         op = formula.op
-        dtype = self.output_dtype()
-        item = self.compile(formula.item) if formula.item is not None else None
+        dtype = output_kind(self.instance, formula.output)
+        item = self.visit(formula.item) if formula.item is not None else None
         indices = self.compile_indices(formula.access)
         target = self.arrays[formula.output]
         node = formula.node
@@ -258,10 +242,6 @@ class FormulaRunner:
 
         return store
 
-    def output_dtype(self) -> str:
-        info = self.instance.outputs[self.formula.output]
-        return (info[0] if isinstance(info, tuple) else info).dtype
-
     def checked(self, node: ast.Node, value: Value, dtype: str, frame: Frame) -> Value:
         """The value converted to the output type; an int outside int64 is a diagnostic."""
         if dtype == "int":
@@ -288,50 +268,44 @@ class FormulaRunner:
         except rules.NumericError as error:
             raise self.fail(node, error.message) from None
 
-    def compile(self, node: ast.Expr) -> Compiled:  # noqa: C901 - one case per node type
-        if self.is_compile_time(node):
-            # no index, local or tensor in it: evaluate once with the compile-time evaluator
-            try:
-                constant = evaluate(node, self.instance.environment(self.profile))
-            except Diagnostic as diag:
-                failure = EngineDiagnostic(diag.message, diag.span, diag.notes)
+    def visit(self, node: Any, *args: Any) -> Compiled:
+        """The closure computing `node`. A subexpression with no index, local or tensor in it is
+        evaluated once, here, by the compile-time evaluator."""
+        if not self.is_compile_time(node):
+            return super().visit(node, *args)
+        try:
+            constant = evaluate(node, self.instance.environment(self.profile))
+        except Diagnostic as diag:
+            failure = EngineDiagnostic(diag.message, diag.span, diag.notes)
 
-                def fail(frame: Frame) -> Value:  # only an iteration that computes it fails
-                    raise failure
-                return fail
-            return lambda frame: constant
-        if isinstance(node, (ast.IntLiteral, ast.RealLiteral, ast.BoolLiteral)):
-            constant = node.value
-            return lambda frame: constant
-        if isinstance(node, ast.Constant):
-            constant = math.inf if node.name == "inf" else math.pi
-            return lambda frame: constant
-        if isinstance(node, ast.Name):
-            return self.compile_name(node)
-        if isinstance(node, ast.Subscript):
-            return self.compile_subscript(node)
-        if isinstance(node, ast.Unary):
-            return self.compile_unary(node)
-        if isinstance(node, ast.Binary):
-            return self.compile_binary(node)
-        if isinstance(node, ast.Select):
-            return self.compile_select(node)
-        if isinstance(node, ast.ListExpr):
-            parts = [self.compile_item(i) for i in node.items]
-            return lambda frame: _join(part(frame) for part in parts)
-        if isinstance(node, ast.Builtin):
-            return self.compile_builtin(node, node.name, node.args)
-        if isinstance(node, ast.Call):
-            return self.compile_call(node)
-        if isinstance(node, ast.Member):
-            return self.compile_member(node)
-        if isinstance(node, ast.Fold):
-            return self.compile_fold(node)
-        if isinstance(node, ast.Substitute):
-            return self.compile_substitute(node)
-        if isinstance(node, ast.Bounded):
-            return self.compile_bounded(node)
+            def fail(frame: Frame) -> Value:  # only an iteration that computes it fails
+                raise failure
+            return fail
+        return lambda frame: constant
+
+    def visit_literal(self, node: ast.IntLiteral | ast.RealLiteral | ast.BoolLiteral
+                      ) -> Compiled:
+        constant = node.value
+        return lambda frame: constant
+
+    visit_IntLiteral = visit_RealLiteral = visit_BoolLiteral = visit_literal
+
+    def visit_Constant(self, node: ast.Constant) -> Compiled:
+        constant = math.inf if node.name == "inf" else math.pi
+        return lambda frame: constant
+
+    def visit_ListExpr(self, node: ast.ListExpr) -> Compiled:
+        parts = [self.compile_item(i) for i in node.items]
+        return lambda frame: _join(part(frame) for part in parts)
+
+    def visit_Builtin(self, node: ast.Builtin) -> Compiled:
+        return self.builtin(node, node.name, node.args)
+
+    def unsupported(self, node: ast.Node) -> Compiled:
         raise self.fail(node, f"{type(node).__name__} is not supported in a @lower formula")
+
+    visit_StringLiteral = visit_Placeholder = visit_Expand = visit_Zip = unsupported
+    visit_Range = visit_Slice = unsupported
 
     def is_compile_time(self, node: ast.Expr) -> bool:
         if isinstance(node, (ast.Bounded, ast.Expand, ast.Zip, ast.Placeholder)):
@@ -341,7 +315,7 @@ class FormulaRunner:
         return not names & runtime and all(
             not isinstance(self.symbols.get(n), TensorValue) for n in names)
 
-    def compile_name(self, node: ast.Name) -> Compiled:
+    def visit_Name(self, node: ast.Name) -> Compiled:
         name = node.name
         if name in self.index_names or name in self.local_names:
             def lookup(frame: Frame) -> Value:
@@ -358,8 +332,8 @@ class FormulaRunner:
 
     def compile_item(self, item: ast.ListItem) -> Callable[[Frame], tuple]:
         if isinstance(item, ast.Expand):
-            inner = self.compile(item.operand)
-            count = self.compile(item.count) if item.count is not None else None
+            inner = self.visit(item.operand)
+            count = self.visit(item.count) if item.count is not None else None
 
             def expand(frame: Frame) -> tuple:
                 value = inner(frame)
@@ -369,14 +343,14 @@ class FormulaRunner:
                 return value if isinstance(value, tuple) else (value,) * repeat
             return expand
         if isinstance(item, ast.Range):
-            start, stop = self.compile(item.start), self.compile(item.stop)
-            step = self.compile(item.step) if item.step is not None else (lambda frame: 1)
+            start, stop = self.visit(item.start), self.visit(item.stop)
+            step = self.visit(item.step) if item.step is not None else (lambda frame: 1)
             return lambda frame: tuple(range(start(frame), stop(frame), step(frame)))
-        single = self.compile(item)
+        single = self.visit(item)
         return lambda frame: (single(frame),)
 
-    def compile_unary(self, node: ast.Unary) -> Compiled:
-        operand = self.compile(node.operand)
+    def visit_Unary(self, node: ast.Unary) -> Compiled:
+        operand = self.visit(node.operand)
         if node.op == "?":
             return lambda frame: operand(frame) is not NULL
         return self.lift(node, operand, rules.unary, node.op)
@@ -391,8 +365,8 @@ class FormulaRunner:
             return _elementwise(lambda v: self.numeric(node, function, name, v), value)
         return apply
 
-    def compile_binary(self, node: ast.Binary) -> Compiled:
-        left, right = self.compile(node.left), self.compile(node.right)
+    def visit_Binary(self, node: ast.Binary) -> Compiled:
+        left, right = self.visit(node.left), self.visit(node.right)
         op = node.op
         if op == "??":
             def coalesce(frame: Frame) -> Value:
@@ -412,9 +386,9 @@ class FormulaRunner:
                                  a, b)
         return binary
 
-    def compile_select(self, node: ast.Select) -> Compiled:
-        cond, then = self.compile(node.cond), self.compile(node.then)
-        otherwise = self.compile(node.otherwise) if node.otherwise is not None else None
+    def visit_Select(self, node: ast.Select) -> Compiled:
+        cond, then = self.visit(node.cond), self.visit(node.then)
+        otherwise = self.visit(node.otherwise) if node.otherwise is not None else None
 
         def select(frame: Frame) -> Value:
             flag = cond(frame)
@@ -430,20 +404,20 @@ class FormulaRunner:
             return otherwise(frame) if otherwise is not None else NULL
         return select
 
-    def compile_builtin(self, node: ast.Node, name: str, args: tuple) -> Compiled:
-        return self.lift(node, self.compile(args[0]), rules.builtin, name)
+    def builtin(self, node: ast.Node, name: str, args: tuple) -> Compiled:
+        return self.lift(node, self.visit(args[0]), rules.builtin, name)
 
-    def compile_call(self, node: ast.Call) -> Compiled:
+    def visit_Call(self, node: ast.Call) -> Compiled:
         name = node.callee[0]
         target = self.instance.dtypes.get(name, name)
         if target in CASTS and len(node.callee) == 1:
             if not node.args:
                 constant = rules.default_value(target)
                 return lambda frame: constant
-            return self.lift(node, self.compile(node.args[0]), rules.cast, target)
-        return self.compile_builtin(node, name, node.args)
+            return self.lift(node, self.visit(node.args[0]), rules.cast, target)
+        return self.builtin(node, name, node.args)
 
-    def compile_member(self, node: ast.Member) -> Compiled:
+    def visit_Member(self, node: ast.Member) -> Compiled:
         if isinstance(node.base, ast.Name) and node.base.name in self.symbols:
             base = self.symbols[node.base.name]
             if isinstance(base, TensorValue):
@@ -453,9 +427,9 @@ class FormulaRunner:
             return lambda frame: constant
         raise self.fail(node, f"'.{node.name}' needs a declared name")
 
-    def compile_fold(self, node: ast.Fold) -> Compiled:
+    def visit_Fold(self, node: ast.Fold) -> Compiled:
         """Folds use the compile-time evaluator's rules (`expr.fold_pack`)."""
-        operand = self.compile(node.operand)
+        operand = self.visit(node.operand)
         base = self.item_kind(node.operand)
 
         def binary(op: str, a: Value, b: Value) -> Value:
@@ -476,22 +450,22 @@ class FormulaRunner:
         if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name):
             array = self.arrays.get(node.base.name)
             if isinstance(array, np.ndarray):
-                return _dtype_of(array)
+                return kind_of(array)
         return "any"
 
     # ------------------------------------------------------------------ tensor access
 
-    def compile_subscript(self, node: ast.Subscript) -> Compiled:
+    def visit_Subscript(self, node: ast.Subscript) -> Compiled:
         base = node.base
         item = None
         if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
                 base.base.name in self.arrays and not base.trailing_comma:
-            item = self.compile(base.items[0])
+            item = self.visit(base.items[0])
             base = base.base
         if isinstance(base, ast.Name) and base.name in self.arrays:
             return self.compile_access(node, base.name, item)
         # pack indexing of a compile-time pack or of an index symbol (e.g. `i[axes]`, `zi[a:b]`)
-        pack = self.compile(base)
+        pack = self.visit(base)
         if len(node.items) != 1 or node.trailing_comma:
             raise self.fail(node, "a pack is indexed with one index")
         select = self.compile_selection(node.items[0])
@@ -506,14 +480,14 @@ class FormulaRunner:
     def compile_selection(self, item: ast.IndexItem) -> Callable[[Frame, Any], Value]:
         """An index into a pack: an int, an int pack, a bool mask or a slice (§2.4)."""
         if isinstance(item, ast.Slice):
-            parts = [self.compile(p) if p is not None else None
+            parts = [self.visit(p) if p is not None else None
                      for p in (item.start, item.stop, item.step)]
 
             def slice_(frame: Frame, values: Any) -> Value:
                 start, stop, step = (p(frame) if p is not None else None for p in parts)
                 return tuple(values[slice(start, stop, step)])
             return slice_
-        index = self.compile(item)
+        index = self.visit(item)
 
         def select(frame: Frame, values: Any) -> Value:
             position = index(frame)
@@ -526,9 +500,9 @@ class FormulaRunner:
             return values[position]
         return select
 
-    def compile_substitute(self, node: ast.Substitute) -> Compiled:
+    def visit_Substitute(self, node: ast.Substitute) -> Compiled:
         """`a[i] <- b` (§2.4 Substitution) on packs computed per element, e.g. index packs."""
-        base, value = self.compile(node.target.base), self.compile(node.value)
+        base, value = self.visit(node.target.base), self.visit(node.value)
         positions = self.compile_selection(node.target.items[0])
 
         def substitute(frame: Frame) -> Value:
@@ -560,12 +534,12 @@ class FormulaRunner:
             if isinstance(target, list):  # a whole pack accessed: a pack of values
                 if FULL in position:
                     raise self.fail(node, "':' cannot index a whole pack of tensors", frame)
-                return tuple(_python(self.read(node, name, a, position, frame),
-                                     _dtype_of(a)) for a in target)
+                return tuple(_python(self.read(node, name, a, position, frame), kind_of(a))
+                             for a in target)
             if FULL in position:  # `x[i, :]`: the pack of values along the ':' dimensions
-                return tuple(_python(self.read(node, name, target, p, frame), _dtype_of(target))
+                return tuple(_python(self.read(node, name, target, p, frame), kind_of(target))
                              for p in _expand_full(position, target.shape))
-            return _python(self.read(node, name, target, position, frame), _dtype_of(target))
+            return _python(self.read(node, name, target, position, frame), kind_of(target))
         return access
 
     def read(self, node: ast.Node, name: str, array: Any, position: tuple, frame: Frame) -> Any:
@@ -615,8 +589,8 @@ class FormulaRunner:
             return lambda frame, where: (FULL,)
         expanded = isinstance(item, ast.Expand)
         inner = item.operand if expanded else item
-        value = self.compile(inner)
-        count = self.compile(item.count) if expanded and item.count is not None else None
+        value = self.visit(inner)
+        count = self.visit(item.count) if expanded and item.count is not None else None
 
         def index(frame: Frame, where: Any) -> tuple:
             array, start = where
@@ -630,11 +604,11 @@ class FormulaRunner:
                          for offset, v in enumerate(result))
         return index
 
-    def compile_bounded(self, node: ast.Bounded) -> Compiled:
+    def visit_Bounded(self, node: ast.Bounded) -> Compiled:
         """`|e|` and `|e <> lo : hi|` (§2.12): a guarded index, resolved where it indexes."""
-        value = self.compile(node.index)
-        lower = self.compile(node.lower) if node.lower is not None else None
-        upper = self.compile(node.upper) if node.upper is not None else None
+        value = self.visit(node.index)
+        lower = self.visit(node.lower) if node.lower is not None else None
+        upper = self.visit(node.upper) if node.upper is not None else None
 
         def bounded(frame: Frame) -> Value:
             raw = value(frame)
@@ -646,16 +620,6 @@ class FormulaRunner:
                 return tuple(_Guarded(r, lo, hi) for r, lo, hi in zip(raw, lows, highs))
             return _Guarded(raw, low, high)
         return bounded
-
-
-class _Full:
-    """The full-range index `:` of one dimension, before it is expanded."""
-
-    def __repr__(self) -> str:
-        return ":"
-
-
-FULL = _Full()
 
 
 def _expand_full(position: tuple, shape: tuple) -> list[tuple]:
@@ -691,12 +655,6 @@ def _extent(array: Any, dimension: int) -> int | None:
     if array is None or isinstance(array, list) or array is NULL:
         return None
     return array.shape[dimension] if dimension < array.ndim else None
-
-
-def _dtype_of(array: Any) -> str:
-    if array.dtype == np.bool_:
-        return "bool"
-    return "int" if np.issubdtype(array.dtype, np.integer) else "real"
 
 
 def _python(value: Any, dtype: str) -> Value:

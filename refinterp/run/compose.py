@@ -25,6 +25,7 @@ import numpy as np
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
 from refinterp.language.binding import free_names
+from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance,
@@ -36,6 +37,7 @@ from refinterp.language.modules import (LoadedModule, Program, find_operator,
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor, children, nodes
 from refinterp.language.types import CASTS
 from refinterp.language.values import NULL, TensorValue
 
@@ -328,14 +330,9 @@ class Executor:
         return False
 
     def invokes(self, node: object, scope: Scope) -> bool:
-        """Whether an expression contains an operator invocation."""
-        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
-            return True
-        if isinstance(node, ast.Node):
-            return any(self.invokes(v, scope) for v in vars(node).values())
-        if isinstance(node, tuple):
-            return any(self.invokes(v, scope) for v in node)
-        return False
+        """Whether an expression (a node, or a tuple of them) contains an operator
+        invocation."""
+        return any(_INVOKES.visit(item, self, scope) for item in nodes(node))
 
     def bind(self, component: ast.Component, targets: tuple, results: list, scope: Scope
              ) -> None:
@@ -701,27 +698,32 @@ class Executor:
             isinstance(diag, InvocationDiagnostic) else node.span
 
 
-def _live_after(definition: ast.OperatorDef) -> list[set[str]] | None:
+def _live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
     """For each component of the @compose block, the tensor names read after it (by a later
     component, as the output, or as a variable); None when an @update block reads the
-    intermediate tensors. Cached on the definition."""
-    cached = _LIVE.get(id(definition))
-    if cached is not None and cached[0] is definition:
-        return cached[1]
-    live: list[set[str]] | None = None
-    if definition.block("update") is None:
-        entries = definition.block("compose").entries
-        needed = {d.name for b in ("output", "variable") if definition.block(b) is not None
-                  for d in definition.block(b).entries}
-        live = [set() for _ in entries]
-        for k in range(len(entries) - 1, -1, -1):
-            live[k] = set(needed)
-            needed |= _reads(entries[k])
-    _LIVE[id(definition)] = (definition, live)
-    return live
+    intermediate tensors.
+
+    Names only, so cached by the components and the names needed at the end: equal components
+    elsewhere (spans aside) read the same names."""
+    if definition.block("update") is not None:
+        return None
+    entries = definition.block("compose").entries
+    needed = frozenset(d.name for b in ("output", "variable") if definition.block(b) is not None
+                       for d in definition.block(b).entries)
+    key = (entries, needed)
+    live = _LIVE.get(key)
+    if live is None:
+        sets: list[frozenset[str]] = []
+        for entry in reversed(entries):
+            sets.append(needed)
+            needed = needed | _reads(entry)
+        live = tuple(reversed(sets))
+        _LIVE.put(key, live)
+    return list(live)
 
 
-_LIVE: dict[int, tuple[ast.OperatorDef, list[set[str]] | None]] = {}
+# `_live_after` by (@compose components, names needed at the end).
+_LIVE: BoundedCache[tuple[frozenset[str], ...]] = BoundedCache(1024)
 
 
 def _reads(component: ast.Component) -> set[str]:
@@ -733,20 +735,47 @@ def _reads(component: ast.Component) -> set[str]:
     return free_names(component.value) | (inside - plain)
 
 
+class _ValueNames(ExprVisitor[None]):
+    """Adds to `names` the names an expression uses as values: not as the base of `.shape` /
+    `.rank` / `.size`, nor under the null test `?x`."""
+
+    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
+        names.add(node.name)
+
+    def visit_Member(self, node: ast.Member, names: set[str]) -> None:
+        pass
+
+    def visit_Unary(self, node: ast.Unary, names: set[str]) -> None:
+        if node.op != "?":  # `?x` asks whether x is given
+            self.visit(node.operand, names)
+
+    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
+        for child in children(node):
+            self.visit(child, names)
+
+
+_VALUE_NAMES = _ValueNames()
+
+
 def _value_names(node: object) -> set[str]:
-    """Names an expression uses as values: not as the base of `.shape` / `.rank` / `.size`, nor
-    under the null test `?x`."""
-    if isinstance(node, ast.Name):
-        return {node.name}
-    if isinstance(node, ast.Member):
-        return set()
-    if isinstance(node, ast.Unary) and node.op == "?":  # `?x` asks whether x is given
-        return set()
-    if isinstance(node, ast.Node):
-        return set().union(*(_value_names(v) for v in vars(node).values()))
-    if isinstance(node, tuple):
-        return set().union(*(_value_names(v) for v in node)) if node else set()
-    return set()
+    """Names an expression (a node, or a tuple of them) uses as values (`_ValueNames`)."""
+    names: set[str] = set()
+    for item in nodes(node):
+        _VALUE_NAMES.visit(item, names)
+    return names
+
+
+class _Invokes(ExprVisitor[bool]):
+    """Whether an expression contains a call that `executor` resolves to an operator."""
+
+    def visit_Call(self, node: ast.Call, executor: Executor, scope: Scope) -> bool:
+        return executor.is_invocation(node, scope) or self.generic_visit(node, executor, scope)
+
+    def generic_visit(self, node: ast.Node, executor: Executor, scope: Scope) -> bool:
+        return any(self.visit(child, executor, scope) for child in children(node))
+
+
+_INVOKES = _Invokes()
 
 
 def _declaration_span(definition: ast.OperatorDef, name: str) -> Any:

@@ -25,6 +25,7 @@ from refinterp.language.instance import Invocation, OperatorInstance, TensorInfo
 from refinterp.language.modules import LoadedModule
 from refinterp.core.source import Span
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor, children, nodes
 from refinterp.language.values import Value, to_json_data
 
 
@@ -181,24 +182,46 @@ def _target_names(targets: tuple) -> list[str]:
     return names
 
 
+class _Calls(ExprVisitor[None]):
+    """Appends to `found` every call in a right-hand side, in source order (a call's
+    attribute values are not searched)."""
+
+    def visit_Call(self, node: ast.Call, found: list[ast.Call]) -> None:
+        found.append(node)
+        for arg in node.args:
+            self.visit(arg, found)
+
+    def generic_visit(self, node: ast.Node, found: list[ast.Call]) -> None:
+        for child in children(node):
+            self.visit(child, found)
+
+
+_CALLS = _Calls()
+
+
 def _calls(node: object) -> list[ast.Call]:
-    """Every call in a right-hand side."""
-    if isinstance(node, ast.Call):
-        return [node, *(c for arg in node.args for c in _calls(arg))]
-    if isinstance(node, ast.Node):
-        return [c for value in vars(node).values() for c in _calls(value)]
-    if isinstance(node, tuple):
-        return [c for value in node for c in _calls(value)]
-    return []
+    """Every call in a right-hand side (a node, or a tuple of them)."""
+    found: list[ast.Call] = []
+    for item in nodes(node):
+        _CALLS.visit(item, found)
+    return found
 
 
-def _top_calls(node: object) -> list[ast.Call]:
-    """The calls a right-hand side may reduce to (through branches)."""
-    if isinstance(node, ast.Call):
+class _TopCalls(ExprVisitor[list]):
+    """The calls a right-hand side may reduce to (through selects and branches)."""
+
+    def visit_Call(self, node: ast.Call) -> list[ast.Call]:
         return [node]
-    if isinstance(node, ast.Select):
-        return _top_calls(node.then) + _top_calls(node.otherwise)
-    if isinstance(node, ast.IfExpr):
-        return [c for _, then in node.branches for c in _top_calls(then)] + \
-            _top_calls(node.otherwise)
-    return []
+
+    def visit_Select(self, node: ast.Select) -> list[ast.Call]:
+        return self.visit(node.then) + self.visit(node.otherwise)
+
+    def visit_IfExpr(self, node: ast.IfExpr) -> list[ast.Call]:
+        return [c for _, then in node.branches for c in self.visit(then)] + \
+            self.visit(node.otherwise)
+
+    def generic_visit(self, node: object) -> list[ast.Call]:
+        return []  # anything else (and an absent else-branch) reduces to no call
+
+
+_top_calls = _TopCalls().visit

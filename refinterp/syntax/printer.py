@@ -11,6 +11,7 @@ import math
 
 from refinterp.syntax import ast
 from refinterp.syntax.parser import BINARY_PRECEDENCE, FOLD_PRECEDENCE, UNARY_PRECEDENCE
+from refinterp.syntax.visitor import ExprVisitor
 
 INDENT = "    "
 _POSTFIX = 9.0  # subscripts, members, primaries
@@ -215,8 +216,9 @@ def _pack(pack: ast.PackSpec | None) -> str:
 
 
 def _spaced(text: str, suffix: str) -> str:
-    """Join, keeping a space between a number and `..` as the draft spec requires."""
-    if suffix.startswith("..") and text[-1:].isdigit():
+    """Join, keeping a space between a number and `..` as the draft spec requires, and between
+    a fold's dots and `..` (`s * .. ..`, not `s * ....`)."""
+    if suffix.startswith("..") and (text[-1:].isdigit() or text.endswith(".")):
         return text + " " + suffix
     return text + suffix
 
@@ -224,18 +226,29 @@ def _spaced(text: str, suffix: str) -> str:
 # ----------------------------------------------------------------------------- expressions
 
 
-def _precedence(expr: ast.Expr) -> float:
-    if isinstance(expr, ast.Select):
+class _Precedence(ExprVisitor[float]):
+    """The precedence level of an expression's outermost form (postfix level for the rest)."""
+
+    def visit_Select(self, expr: ast.Select) -> float:
         return _SELECT
-    if isinstance(expr, ast.Binary):
+
+    def visit_Binary(self, expr: ast.Binary) -> float:
         return _SELECT if expr.op == "??" else BINARY_PRECEDENCE[expr.op]
-    if isinstance(expr, ast.Fold):
+
+    def visit_Fold(self, expr: ast.Fold) -> float:
         return FOLD_PRECEDENCE.get(expr.op) or BINARY_PRECEDENCE[expr.op]
-    if isinstance(expr, ast.Substitute):
+
+    def visit_Substitute(self, expr: ast.Substitute) -> float:
         return _SUBSTITUTE
-    if isinstance(expr, ast.Unary):
+
+    def visit_Unary(self, expr: ast.Unary) -> float:
         return UNARY_PRECEDENCE
-    return _POSTFIX
+
+    def generic_visit(self, expr: ast.Expr) -> float:
+        return _POSTFIX
+
+
+_precedence = _Precedence().visit
 
 
 def _item(expr: ast.Expr) -> str:
@@ -259,35 +272,53 @@ def _item_operand(expr: ast.Expr) -> str:
 
 def _expr(expr: ast.Expr, min_prec: float = 0.0) -> str:
     text = _expr_text(expr)
-    return f"({text})" if _precedence(expr) < min_prec else text
+    # no level is below 0 (_SELECT): a context of level 0 never parenthesises
+    return f"({text})" if min_prec > 0 and _precedence(expr) < min_prec else text
 
 
-def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
-    if isinstance(expr, ast.Name):
+class _ExprPrinter(ExprVisitor[str]):
+    """The text of an expression without parentheses around it (`_expr` adds them as the
+    context's precedence needs). Ranges and slices print only as list items and indices."""
+
+    complete = True
+
+    def visit_Name(self, expr: ast.Name) -> str:
         return expr.name
-    if isinstance(expr, ast.IntLiteral):
+
+    def visit_IntLiteral(self, expr: ast.IntLiteral) -> str:
         return str(expr.value)
-    if isinstance(expr, ast.RealLiteral):
+
+    def visit_RealLiteral(self, expr: ast.RealLiteral) -> str:
         return repr(expr.value) if math.isfinite(expr.value) else "1e999"
-    if isinstance(expr, ast.BoolLiteral):
+
+    def visit_BoolLiteral(self, expr: ast.BoolLiteral) -> str:
         return "true" if expr.value else "false"
-    if isinstance(expr, ast.Constant):
+
+    def visit_Constant(self, expr: ast.Constant) -> str:
         return expr.name
-    if isinstance(expr, ast.StringLiteral):
+
+    def visit_StringLiteral(self, expr: ast.StringLiteral) -> str:
         return _string(expr)
-    if isinstance(expr, ast.Placeholder):
+
+    def visit_Placeholder(self, expr: ast.Placeholder) -> str:
         return "~"
-    if isinstance(expr, ast.ListExpr):
+
+    def visit_ListExpr(self, expr: ast.ListExpr) -> str:
         return "[" + ", ".join(_list_item(item) for item in expr.items) + "]"
-    if isinstance(expr, ast.Expand):
+
+    def visit_Expand(self, expr: ast.Expand) -> str:
         return _item(expr)
-    if isinstance(expr, ast.Zip):
+
+    def visit_Zip(self, expr: ast.Zip) -> str:
         return _item_operand(expr)
-    if isinstance(expr, ast.Bounded):
+
+    def visit_Bounded(self, expr: ast.Bounded) -> str:
         return _bounded(expr)
-    if isinstance(expr, ast.Unary):
+
+    def visit_Unary(self, expr: ast.Unary) -> str:
         return expr.op + _expr(expr.operand, UNARY_PRECEDENCE + 1)
-    if isinstance(expr, ast.Binary):
+
+    def visit_Binary(self, expr: ast.Binary) -> str:
         if expr.op == "??":
             return f"{_expr(expr.left, _ABOVE_SELECT)} ?? {_expr(expr.right)}"
         prec = _precedence(expr)
@@ -295,32 +326,46 @@ def _expr_text(expr: ast.Expr) -> str:  # noqa: C901 - one case per node type
         # `(a < b) > c`: never print `a < b > (c)`, which reads as a generic invocation.
         left_min = prec + 1 if prec == BINARY_PRECEDENCE["<"] else prec
         return f"{_expr(expr.left, left_min)} {expr.op} {_expr(expr.right, right_min)}"
-    if isinstance(expr, ast.Select):
+
+    def visit_Select(self, expr: ast.Select) -> str:
         # A select in the then-branch is parenthesised: `c ? (d ? a) : b` needs it.
         then = _expr(expr.then, _ABOVE_SELECT)
         text = f"{_expr(expr.cond, _ABOVE_SELECT)} ? {then}"
         if expr.otherwise is not None:
             text += f" : {_expr(expr.otherwise)}"
         return text
-    if isinstance(expr, ast.Fold):
+
+    def visit_Fold(self, expr: ast.Fold) -> str:
         dots = "..." if expr.cumulative else ".."
         return f"{_expr(expr.operand, _precedence(expr))} {expr.op} {dots}"
-    if isinstance(expr, ast.Subscript):
+
+    def visit_Subscript(self, expr: ast.Subscript) -> str:
         items = ", ".join(_index_item(item) for item in expr.items)
         comma = "," if expr.trailing_comma else ""
         return f"{_expr(expr.base, _POSTFIX)}[{items}{comma}]"
-    if isinstance(expr, ast.Substitute):
+
+    def visit_Substitute(self, expr: ast.Substitute) -> str:
         return f"{_expr(expr.target, _POSTFIX)} <- {_expr(expr.value, 1.0)}"
-    if isinstance(expr, ast.Member):
+
+    def visit_Member(self, expr: ast.Member) -> str:
         return f"{_expr(expr.base, _POSTFIX)}.{expr.name}"
-    if isinstance(expr, ast.Builtin):
+
+    def visit_Builtin(self, expr: ast.Builtin) -> str:
         return f"`{expr.name}`(" + ", ".join(_expr(a) for a in expr.args) + ")"
-    if isinstance(expr, ast.Call):
+
+    def visit_Call(self, expr: ast.Call) -> str:
         label = f"{expr.label}: " if expr.label else ""
         args = ", ".join(_item(a) for a in expr.args)
         return (f"{label}{'.'.join(expr.callee)}{_generics(expr.generics)}"
                 f"{_attributes(expr.attributes)}({args})")
-    raise TypeError(f"not an expression: {expr!r}")
+
+    def not_an_expression(self, expr: ast.Node) -> str:
+        raise TypeError(f"not an expression: {expr!r}")
+
+    visit_Range = visit_Slice = generic_visit = not_an_expression
+
+
+_expr_text = _ExprPrinter().visit
 
 
 def _list_item(item: ast.ListItem) -> str:

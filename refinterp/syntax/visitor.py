@@ -17,7 +17,7 @@ forgotten in a pass that claims to handle them all.
 from __future__ import annotations
 
 import typing
-from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
+from typing import Any, Callable, ClassVar, Generic, TypeVar
 
 from refinterp.syntax import ast
 
@@ -66,16 +66,33 @@ class ExprVisitor(Generic[R]):
         return [c.__name__ for c in EXPRESSION_CLASSES if not hasattr(cls, f"visit_{c.__name__}")]
 
 
-def children(node: Any) -> Iterator[Any]:
+def children(node: Any) -> list[Any]:
     """The direct sub-nodes of a node (AST nodes inside fields, tuples and tuples of pairs), in
-    field order."""
+    field order. (A list, not a generator: generic walks call this for every node.)"""
+    found: list[Any] = []
     for value in vars(node).values():
-        yield from _nodes(value)
+        if isinstance(value, ast.Node):
+            found.append(value)
+        elif isinstance(value, tuple):
+            _collect(value, found)
+    return found
 
 
-def _nodes(value: Any) -> Iterator[Any]:
+def nodes(value: Any) -> list[Any]:
+    """The AST nodes a value holds: the value itself if it is a node, the nodes inside a tuple
+    (nested tuples too), none for anything else (None, strings, numbers). For passes whose entry
+    point accepts a field's value rather than a node."""
     if isinstance(value, ast.Node):
-        yield value
-    elif isinstance(value, tuple):
-        for item in value:
-            yield from _nodes(item)
+        return [value]
+    found: list[Any] = []
+    if isinstance(value, tuple):
+        _collect(value, found)
+    return found
+
+
+def _collect(items: tuple, found: list[Any]) -> None:
+    for item in items:
+        if isinstance(item, ast.Node):
+            found.append(item)
+        elif isinstance(item, tuple):
+            _collect(item, found)
