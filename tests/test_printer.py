@@ -31,3 +31,13 @@ def test_corpus_round_trip_and_idempotence(path: Path) -> None:
     again = parse_module(SourceFile("printed", text)).module
     assert again == tree
     assert format_module(again) == text
+
+
+@pytest.mark.parametrize("text", ["s * .. ..", "[s * .. .., 1]"])
+def test_a_fold_followed_by_dots_keeps_its_space(text: str) -> None:
+    """`s * .. ..` (a fold, then an expansion) printed as `s * ....`, which does not parse back
+    (found by the mutation fuzz test)."""
+    tree = parse_expression(SourceFile("<t>", text))
+    printed = format_expr(tree)
+    assert "...." not in printed
+    assert parse_expression(SourceFile("<t>", printed)) == tree
