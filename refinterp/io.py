@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.numeric.representation import canonical
+from refinterp.numeric.representation import INT64_MAX, canonical
 from refinterp.core.diagnostics import Diagnostic, FileDiagnostic
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK"
-_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MAX = INT64_MAX
 _KIND_NAMES = {"U": "text", "S": "bytes", "c": "complex", "V": "structured or raw",
                "M": "datetime", "m": "timedelta", "O": "Python object"}
 

@@ -12,6 +12,9 @@ import refinterp
 from refinterp.core.diagnostics import EvalDiagnostic, TypeDiagnostic
 from refinterp.language.expr import Environment, Evaluator
 from refinterp.language.types import Checker, Scope, check_expr
+from refinterp.lower.codegen import Generator
+from refinterp.lower.scalar import FormulaRunner
+from refinterp.lower.vector_eval import BoxEvaluator
 from refinterp.syntax import ast, printer
 from refinterp.syntax.visitor import EXPRESSION_CLASSES, ExprVisitor, UnhandledNode, children
 
@@ -22,6 +25,9 @@ MUST_BE_COMPLETE: list[type] = [
     printer._ExprPrinter,  # format_expr
     Checker,               # check_expr
     Evaluator,             # evaluate
+    FormulaRunner,         # the scalar engine's closures
+    Generator,             # the scalar engine's generated code
+    BoxEvaluator,          # the vector engine
 ]
 
 

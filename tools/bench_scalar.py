@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the scalar @lower engine (issue 5 target: ≥ 1 M inner iterations/s and no slower
+"""Benchmark the scalar @lower engine (target: ≥ 1 M inner iterations/s and no slower
 than 3× the same formulas hand-written as plain Python loops, measured in the same run).
 
 Usage: python3 tools/bench_scalar.py [--repeat N]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the vector engine (issue 8): each case is run by refinterp (the stdlib
+"""Benchmark of the vector engine: each case is run by refinterp (the stdlib
 operator through `run_operator`, engine `vector`) and by the same computation hand-written in
 NumPy, in the same run; the ratio refinterp / NumPy is printed, with the target.
 

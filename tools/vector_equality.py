@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The long run of the vector/scalar equality suite (issue 8): many random formulas from
+"""The long run of the vector/scalar equality suite: many random formulas from
 tests/vector_strategies.py on both engines, under both profiles and with chunking, plus a
 summary of how often the vector engine ran, fell back, or both engines reported a diagnostic.
 

@@ -81,6 +81,9 @@ class OperatorInstance:
     dtype_bounds: dict[str, str] = field(default_factory=dict)
     # inputs not given that take their declared default (§2.6): type/shape and uniform value
     defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
+    # what the @lower engines derive from this instance alone (its plan, per-formula facts),
+    # kept here so that it lives exactly as long as the instance (lower.plan.derived)
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def environment(self, profile: rules.Profile = rules.SPEC) -> Environment:
         """An expression environment holding every bound symbol of the instance."""

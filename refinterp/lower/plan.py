@@ -25,7 +25,7 @@ from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.values import NULL, Value, format_literal
-from refinterp.numeric.array_rules import INT64_MAX, INT64_MIN  # int64 bounds, re-exported
+from refinterp.numeric.representation import INT64_MAX, INT64_MIN  # re-exported for the engines
 from refinterp.syntax import ast
 
 T = TypeVar("T")
@@ -140,7 +140,7 @@ def plan_lowering(instance: OperatorInstance) -> LoweringPlan:
 def derived(instance: OperatorInstance, key: str, make: Callable[[], T]) -> T:
     """What an engine derives from `instance` alone (`make()`), made once and kept on the
     instance itself, so that it lives exactly as long as the instance it describes."""
-    store = vars(instance).setdefault("_lowering_derived", {})
+    store = instance.derived
     if key not in store:
         store[key] = make()
     return store[key]

@@ -23,10 +23,9 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.rules import Profile
-from refinterp.numeric.representation import kind_of
+from refinterp.numeric.representation import INT64_MAX, INT64_MIN, kind_of
 
 Mask = np.ndarray | None
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 SAFE_INT = 2.0 ** 62  # a float bound below which an int64 product or power cannot overflow
 
 

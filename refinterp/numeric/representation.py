@@ -10,6 +10,7 @@ import numpy as np
 
 from refinterp.numeric import rules
 
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # the range of an int tensor element
 NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
 
 
