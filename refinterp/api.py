@@ -34,7 +34,9 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.representation import canonical
-from refinterp.run.compose import Executor, Undetermined, abstract_tensor, tensor_info
+from refinterp.language.invocation import tensor_info
+from refinterp.run.abstract import Undetermined, abstract_tensor
+from refinterp.run.compose import Executor
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic, SelectionDiagnostic
 from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.run.compose import Executor, tensor_info
+from refinterp.language.invocation import tensor_info
+from refinterp.run.compose import Executor
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation
 from refinterp.language.modules import Loader

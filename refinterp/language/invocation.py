@@ -13,6 +13,7 @@ from refinterp.language.expr import Environment
 from refinterp.language.types import Type
 from refinterp.language.values import Value
 from refinterp.numeric import rules
+from refinterp.numeric.representation import kind_of
 from refinterp.syntax import ast
 
 
@@ -104,3 +105,10 @@ def span_text(span: Span) -> str:
 def entries(definition: ast.OperatorDef, kind: str) -> tuple:
     block = definition.block(kind)
     return block.entries if block else ()
+
+
+def tensor_info(value: Any) -> TensorInfo | tuple:
+    """The TensorInfo of an array (a tuple of them for a pack)."""
+    if isinstance(value, list):
+        return tuple(tensor_info(v) for v in value)
+    return TensorInfo(kind_of(value), tuple(value.shape))

@@ -17,19 +17,17 @@ innermost call in the user's code. The original place stays as a related span.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
-from refinterp.language.binding import free_names
-from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
-from refinterp.language.expr import Environment, evaluate
-from refinterp.language.instance import (Invocation, InvocationDiagnostic, OperatorInstance,
-                                         TensorInfo, describe_type, instantiate)
+from refinterp.language.expr import evaluate
+from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
+                                         describe_type, instantiate)
+from refinterp.language.invocation import tensor_info
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.scalar import constant_array
@@ -38,89 +36,15 @@ from refinterp.language.modules import (LoadedModule, Program, find_operator,
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor, children, nodes
+from refinterp.run.abstract import DeclaredVariables, Undetermined, abstract_tensor
+from refinterp.run.locate import declaration_span, relocate
+from refinterp.run.scope import Scope, ScopePath, live_after, value_names
 from refinterp.language.types import CASTS
-from refinterp.language.values import NULL, TensorValue
+from refinterp.language.values import NULL
 
 MAX_DEPTH = 256
 MAX_ITERATIONS = 1_000_000
 FRAMES_PER_CALL = 60
-
-
-class Undetermined(Exception):
-    """Checking a composition without values cannot go on: a branch condition, a loop count or
-    an extent depends on tensor values. Not an error of the program."""
-
-    def __init__(self, reason: str, span: Any = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.span = span
-
-    default_code = "E0600"
-
-
-def tensor_info(value: Any) -> TensorInfo | tuple:
-    """The TensorInfo of an array (a tuple of them for a pack)."""
-    if isinstance(value, list):
-        return tuple(tensor_info(v) for v in value)
-    return TensorInfo(kind_of(value), tuple(value.shape))
-
-
-def abstract_tensor(info: TensorInfo | tuple, what: str = "", span: Any = None) -> Any:
-    """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
-    fully known (derived from the composition, or a dynamic extent) stops a check."""
-    if isinstance(info, tuple):
-        return [abstract_tensor(i, what, span) for i in info]
-    if info.shape is None or any(e is None for e in info.shape):
-        raise Undetermined(f"the shape of {what or 'a tensor'} depends on tensor values", span)
-    return AbstractTensor(info.dtype, tuple(info.shape))
-
-
-class DeclaredVariables:
-    """Stands for the ParameterStore while a composition is checked: records the scoped name and
-    declared type of every variable reached and answers with abstract tensors."""
-
-    def __init__(self) -> None:
-        self.declared: dict[str, TensorInfo] = {}
-
-    def load(self, scoped: str, info: TensorInfo, span: Any = None) -> Any:
-        self.declared[scoped] = info
-        return abstract_tensor(info, f"variable '{scoped}'", span)
-
-    def update(self, scoped: str, value: Any) -> None:
-        """@update of a checked run changes nothing."""
-
-
-ScopePath = tuple[str, ...]
-
-
-@dataclass
-class Scope:
-    """Tensors visible in a @compose / @update block (packs as lists), the instance's symbols,
-    and the name scope (spec §2.10 "Labelling operator invocations"): `path` is the dotted scoped
-    name of the operator instance or labelled block (None when it has no name), `propagate`
-    says that the single component of the block inherits the path (auto-label rule 1), and
-    `block` is "compose" or "update" (what may be assigned, §2.11); `nested` is true inside
-    regions and loop bodies, whose names shadow the outer ones."""
-
-    instance: OperatorInstance
-    module: LoadedModule
-    tensors: dict[str, Any] = field(default_factory=dict)
-    path: ScopePath | None = None
-    propagate: bool = False
-    block: str = "compose"
-    nested: bool = False
-
-    def child(self, path: ScopePath | None = None) -> "Scope":
-        """A nested scope (a region or loop body): same tensors, own assignments."""
-        return Scope(self.instance, self.module, dict(self.tensors),
-                     self.path if path is None else path, False, self.block, True)
-
-    def environment(self, profile: rules.Profile) -> Environment:
-        env = self.instance.environment(profile)
-        for name, value in self.tensors.items():  # tensor names visible to x.shape / x.rank
-            if not isinstance(value, list) and value is not NULL:
-                env.values[name] = TensorValue(kind_of(value), tuple(value.shape))
-        return env
 
 
 class Executor:
@@ -194,7 +118,7 @@ class Executor:
         # auto-label rule 1: a lone component without local tensors keeps the operator's scope
         scope.propagate = len(block.entries) == 1 and not instance.constants and \
             not instance.variables
-        keep = _live_after(instance.definition)
+        keep = live_after(instance.definition)
         for k, component in enumerate(block.entries):
             self.component(component, scope)
             if keep is not None:  # drop what no later component reads: its memory is reused
@@ -277,13 +201,13 @@ class Executor:
             raise ComposeDiagnostic(
                 f"{what} '{name}' is {'composed' if what == 'output' else 'updated'} as "
                 f"{describe_type(actual)} but declared {describe_type(declared)}",
-                _declaration_span(instance.definition, name), code="E0603")
+                declaration_span(instance.definition, name), code="E0603")
         for d, a in zip(declared_items, actual_items):
             for axis, (bound, extent) in enumerate(zip(d.bounds, a.shape or ())):
                 if bound is not None and extent > bound:
                     raise ComposeDiagnostic(
                         f"{what} '{name}' has extent {extent} in dimension {axis}, above its "
-                        f"bound {bound}", _declaration_span(instance.definition, name),
+                        f"bound {bound}", declaration_span(instance.definition, name),
                         code="E0603")
         return value
 
@@ -558,7 +482,7 @@ class Executor:
 
     def mentions_tensor(self, node: ast.Expr, scope: Scope) -> bool:
         """Whether the expression uses a tensor's value (`x.shape`/`x.rank` do not)."""
-        return bool(_value_names(node) & set(scope.tensors))
+        return bool(value_names(node) & set(scope.tensors))
 
     def tensor(self, node: ast.Expr, scope: Scope, path: ScopePath | None = None) -> Any:
         """A tensor-valued expression: a name, a pack `[a, b]`, `~`, a compile-time choice
@@ -662,7 +586,7 @@ class Executor:
             self.running.append(".".join(node.callee))
             outputs = self.run_instance(definition, module, invocation, inputs, path)
         except Diagnostic as diag:
-            self.relocate(diag, node, scope.module, definition)
+            relocate(diag, node, scope.module, definition, self.library_files)
             raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
         except Undetermined as stop:  # say where in the user's code the check stopped
             if stop.span is not None and stop.span.path in self.library_files and \
@@ -674,95 +598,7 @@ class Executor:
             del self.running[self.depth:]
         return list(outputs.values())
 
-    def relocate(self, diag: Diagnostic, node: ast.Call, caller: LoadedModule,
-                 definition: ast.OperatorDef) -> None:
-        """Put the primary position of an error where the mistake is (docs/api.md "Where an
-        error is reported"), keeping the old one as a related span:
-        - an invocation the invoked operator rejects (an unknown or ill-typed attribute, a
-          missing or mis-shaped input, a failed assertion) is reported at the call, at the
-          argument at fault when there is one;
-        - any error inside a standard-library operator is reported at the innermost call in
-          the user's code."""
-        span = diag.span
-        if span is None:
-            return
-        own = isinstance(diag, InvocationDiagnostic) and not diag.stack
-        library = span.path in self.library_files and not caller.library
-        if not (own or library):
-            return
-        callee = ".".join(node.callee)
-        label = f"the assertion of {callee}" if diag.code == "E0307" else \
-            f"in {callee}" if library and not own else f"as declared by {callee}"
-        diag.related.insert(0, (span, label))
-        diag.span = _argument_span(node, definition, diag.subject) if own and \
-            isinstance(diag, InvocationDiagnostic) else node.span
 
-
-def _live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
-    """For each component of the @compose block, the tensor names read after it (by a later
-    component, as the output, or as a variable); None when an @update block reads the
-    intermediate tensors.
-
-    Names only, so cached by the components and the names needed at the end: equal components
-    elsewhere (spans aside) read the same names."""
-    if definition.block("update") is not None:
-        return None
-    entries = definition.block("compose").entries
-    needed = frozenset(d.name for b in ("output", "variable") if definition.block(b) is not None
-                       for d in definition.block(b).entries)
-    key = (entries, needed)
-    live = _LIVE.get(key)
-    if live is None:
-        sets: list[frozenset[str]] = []
-        for entry in reversed(entries):
-            sets.append(needed)
-            needed = needed | _reads(entry)
-        live = tuple(reversed(sets))
-        _LIVE.put(key, live)
-    return list(live)
-
-
-# `_live_after` by (@compose components, names needed at the end).
-_LIVE: BoundedCache[tuple[frozenset[str], ...]] = BoundedCache(1024)
-
-
-def _reads(component: ast.Component) -> set[str]:
-    """The names a component reads: its right-hand side, and any name inside a target that is
-    not itself a plain target name (an index, a pack item)."""
-    plain = {t.name for t in component.targets if isinstance(t, ast.LName)}
-    inside = set().union(*(free_names(t) for t in component.targets
-                           if not isinstance(t, ast.LName))) if component.targets else set()
-    return free_names(component.value) | (inside - plain)
-
-
-class _ValueNames(ExprVisitor[None]):
-    """Adds to `names` the names an expression uses as values: not as the base of `.shape` /
-    `.rank` / `.size`, nor under the null test `?x`."""
-
-    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
-        names.add(node.name)
-
-    def visit_Member(self, node: ast.Member, names: set[str]) -> None:
-        pass
-
-    def visit_Unary(self, node: ast.Unary, names: set[str]) -> None:
-        if node.op != "?":  # `?x` asks whether x is given
-            self.visit(node.operand, names)
-
-    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
-        for child in children(node):
-            self.visit(child, names)
-
-
-_VALUE_NAMES = _ValueNames()
-
-
-def _value_names(node: object) -> set[str]:
-    """Names an expression (a node, or a tuple of them) uses as values (`_ValueNames`)."""
-    names: set[str] = set()
-    for item in nodes(node):
-        _VALUE_NAMES.visit(item, names)
-    return names
 
 
 class _Invokes(ExprVisitor[bool]):
@@ -778,30 +614,3 @@ class _Invokes(ExprVisitor[bool]):
 _INVOKES = _Invokes()
 
 
-def _declaration_span(definition: ast.OperatorDef, name: str) -> Any:
-    """The span of the declaration of output or variable `name` (else the definition's)."""
-    for kind in ("output", "variable"):
-        block = definition.block(kind)
-        for decl in block.entries if block else ():
-            if decl.name == name:
-                return decl.span
-    return definition.span
-
-
-def _argument_span(node: ast.Call, definition: ast.OperatorDef,
-                   subject: tuple[str, str] | None) -> Any:
-    """The span of the argument `subject` names in a call: an attribute `name = value`, or the
-    positional input of that name (by the callee's declaration order); else the call."""
-    if subject is None:
-        return node.span
-    kind, name = subject
-    if kind == "attribute":
-        for attribute in node.attributes or ():
-            if attribute.name == name:
-                return attribute.span
-    if kind == "input":
-        inputs = definition.block("input")
-        names = [d.name for d in inputs.entries] if inputs else []
-        if name in names and names.index(name) < len(node.args):
-            return node.args[names.index(name)].span
-    return node.span

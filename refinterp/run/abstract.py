@@ -1,0 +1,48 @@
+"""Checking a composition without values: the tensors of a checked run are `AbstractTensor`s
+(type and shape only), variables are only declared (`DeclaredVariables`), and where a value
+would be needed — a tensor condition, a tensor loop count, a data-dependent extent — the check
+stops with `Undetermined`, saying where (docs/semantics.md "Checking without values")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refinterp.language.instance import TensorInfo
+from refinterp.numeric.representation import AbstractTensor
+
+
+class Undetermined(Exception):
+    """Checking a composition without values cannot go on: a branch condition, a loop count or
+    an extent depends on tensor values. Not an error of the program."""
+
+    def __init__(self, reason: str, span: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.span = span
+
+    default_code = "E0600"
+
+
+def abstract_tensor(info: TensorInfo | tuple, what: str = "", span: Any = None) -> Any:
+    """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
+    fully known (derived from the composition, or a dynamic extent) stops a check."""
+    if isinstance(info, tuple):
+        return [abstract_tensor(i, what, span) for i in info]
+    if info.shape is None or any(e is None for e in info.shape):
+        raise Undetermined(f"the shape of {what or 'a tensor'} depends on tensor values", span)
+    return AbstractTensor(info.dtype, tuple(info.shape))
+
+
+class DeclaredVariables:
+    """Stands for the ParameterStore while a composition is checked: records the scoped name and
+    declared type of every variable reached and answers with abstract tensors."""
+
+    def __init__(self) -> None:
+        self.declared: dict[str, TensorInfo] = {}
+
+    def load(self, scoped: str, info: TensorInfo, span: Any = None) -> Any:
+        self.declared[scoped] = info
+        return abstract_tensor(info, f"variable '{scoped}'", span)
+
+    def update(self, scoped: str, value: Any) -> None:
+        """@update of a checked run changes nothing."""

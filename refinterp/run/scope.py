@@ -1,0 +1,120 @@
+"""The scope of a @compose or @update block (spec §2.10, §2.11): the tensors visible, the scoped
+name of the block (labels, auto-labels), and which names a component reads — for releasing an
+intermediate tensor after its last reader and for telling tensor from compile-time
+expressions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from refinterp.core.cache import BoundedCache
+from refinterp.language.binding import free_names
+from refinterp.language.expr import Environment
+from refinterp.language.instance import OperatorInstance
+from refinterp.language.modules import LoadedModule
+from refinterp.language.values import NULL, TensorValue
+from refinterp.numeric import rules
+from refinterp.numeric.representation import kind_of
+from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor, children, nodes
+
+
+ScopePath = tuple[str, ...]
+
+
+@dataclass
+class Scope:
+    """Tensors visible in a @compose / @update block (packs as lists), the instance's symbols,
+    and the name scope (spec §2.10 "Labelling operator invocations"): `path` is the dotted scoped
+    name of the operator instance or labelled block (None when it has no name), `propagate`
+    says that the single component of the block inherits the path (auto-label rule 1), and
+    `block` is "compose" or "update" (what may be assigned, §2.11); `nested` is true inside
+    regions and loop bodies, whose names shadow the outer ones."""
+
+    instance: OperatorInstance
+    module: LoadedModule
+    tensors: dict[str, Any] = field(default_factory=dict)
+    path: ScopePath | None = None
+    propagate: bool = False
+    block: str = "compose"
+    nested: bool = False
+
+    def child(self, path: ScopePath | None = None) -> "Scope":
+        """A nested scope (a region or loop body): same tensors, own assignments."""
+        return Scope(self.instance, self.module, dict(self.tensors),
+                     self.path if path is None else path, False, self.block, True)
+
+    def environment(self, profile: rules.Profile) -> Environment:
+        env = self.instance.environment(profile)
+        for name, value in self.tensors.items():  # tensor names visible to x.shape / x.rank
+            if not isinstance(value, list) and value is not NULL:
+                env.values[name] = TensorValue(kind_of(value), tuple(value.shape))
+        return env
+
+
+def live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
+    """For each component of the @compose block, the tensor names read after it (by a later
+    component, as the output, or as a variable); None when an @update block reads the
+    intermediate tensors.
+
+    Names only, so cached by the components and the names needed at the end: equal components
+    elsewhere (spans aside) read the same names."""
+    if definition.block("update") is not None:
+        return None
+    entries = definition.block("compose").entries
+    needed = frozenset(d.name for b in ("output", "variable") if definition.block(b) is not None
+                       for d in definition.block(b).entries)
+    key = (entries, needed)
+    live = _LIVE.get(key)
+    if live is None:
+        sets: list[frozenset[str]] = []
+        for entry in reversed(entries):
+            sets.append(needed)
+            needed = needed | _reads(entry)
+        live = tuple(reversed(sets))
+        _LIVE.put(key, live)
+    return list(live)
+
+
+# `live_after` by (@compose components, names needed at the end).
+_LIVE: BoundedCache[tuple[frozenset[str], ...]] = BoundedCache(1024)
+
+
+def _reads(component: ast.Component) -> set[str]:
+    """The names a component reads: its right-hand side, and any name inside a target that is
+    not itself a plain target name (an index, a pack item)."""
+    plain = {t.name for t in component.targets if isinstance(t, ast.LName)}
+    inside = set().union(*(free_names(t) for t in component.targets
+                           if not isinstance(t, ast.LName))) if component.targets else set()
+    return free_names(component.value) | (inside - plain)
+
+
+class _ValueNames(ExprVisitor[None]):
+    """Adds to `names` the names an expression uses as values: not as the base of `.shape` /
+    `.rank` / `.size`, nor under the null test `?x`."""
+
+    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
+        names.add(node.name)
+
+    def visit_Member(self, node: ast.Member, names: set[str]) -> None:
+        pass
+
+    def visit_Unary(self, node: ast.Unary, names: set[str]) -> None:
+        if node.op != "?":  # `?x` asks whether x is given
+            self.visit(node.operand, names)
+
+    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
+        for child in children(node):
+            self.visit(child, names)
+
+
+_VALUE_NAMES = _ValueNames()
+
+
+def value_names(node: object) -> set[str]:
+    """Names an expression (a node, or a tuple of them) uses as values (`_ValueNames`)."""
+    names: set[str] = set()
+    for item in nodes(node):
+        _VALUE_NAMES.visit(item, names)
+    return names
