@@ -357,8 +357,9 @@ def test_a_long_run_reports_which_operators_are_running() -> None:
     from refinterp import api
 
     seen: list[tuple[list[str], float]] = []
-    a = np.arange(20 * 24, dtype=float).reshape(20, 24) / 100
-    b = np.ones((24, 16))
+    # large enough to last several intervals on the scalar engine's generated code
+    a = np.arange(80 * 96, dtype=float).reshape(80, 96) / 100
+    b = np.ones((96, 64))
     run = api.evaluate("linalg.matmul", inputs={"A": a, "B": b}, engine="scalar",
                        progress=lambda running, seconds: seen.append((running, seconds)),
                        progress_interval=0.01)

@@ -2,7 +2,9 @@
 flat lists), for the common subset where every index is a single int and every operand type is
 known. The result must equal the closure path of `scalar.py` exactly (same loop order, same
 operations in the same order, same numeric rules), which tests/test_codegen.py checks; anything
-outside the subset returns None and runs on the closure path.
+outside the subset returns None and runs on the closure path. A formula refused as written is
+first partially evaluated in its instance (refinterp.lower.fold: packed indices expanded,
+selects and `??` on compile-time values decided, pack locals inlined) and tried again.
 
 Arithmetic `+ - *` and comparisons are inlined only when both operands have the same type, where
 Python's own int and float operations are the spec's (exact ints, IEEE reals); every other
@@ -21,6 +23,7 @@ from refinterp.language.expr import evaluate
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS
 from refinterp.language.values import TensorValue
+from refinterp.lower.fold import fold_formula
 from refinterp.lower.plan import INT64_MAX, INT64_MIN, UPDATE_OPS, Formula
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
@@ -358,7 +361,16 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
     try:
         source = generator.generate()
     except Unsupported:
-        return None
+        # a rank-polymorphic or configurable formula: fold what the instance decides (packed
+        # indices, selects on attributes, optional operands) and try again
+        folded = fold_formula(instance, formula, arrays, profile)
+        if folded is None:
+            return None
+        generator = Generator(instance, folded, arrays, profile)
+        try:
+            source = generator.generate()
+        except Unsupported:
+            return None
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<formula {formula.node.span}>", "exec"), namespace)
     kernel = namespace["kernel"]

@@ -1,0 +1,391 @@
+"""Partial evaluation of a formula in its instance, before code generation.
+
+The standard library's formulas are rank-polymorphic and configurable: packed indices `zi < s`,
+slices of them `zi[px:px+rx]`, selects on attributes or shapes (`transA ? .. : ..`,
+`a == 1 ? 0 : ..`), optional operands (`C[..] ?? 0.0`, `x << max ?? x`) and pack locals
+(`oi = data_format == 'NCX' ? [bi,ni,i..] : ..`). All of that is decided by the instance (and
+by which optional inputs are given) before the first element. `fold_formula` rewrites such a
+formula into an equivalent one of scalar indices and scalar expressions, which
+refinterp.lower.codegen compiles.
+
+"Equivalent" means: the same loops in the same order, the same operations on the same values in
+the same order, and an error in exactly the iterations where the closure path of scalar.py
+(the definition) has one. A part the closure path would evaluate is therefore only dropped
+when it cannot fail and cannot skip (`droppable`); anything outside what is folded here makes
+`fold_formula` return None, and the formula runs as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.language.binding import free_names
+from refinterp.language.expr import evaluate
+from refinterp.language.invocation import OperatorInstance
+from refinterp.language.values import NULL, TensorValue
+from refinterp.lower.plan import Formula, IndexRange
+from refinterp.numeric import rules
+from refinterp.syntax import ast
+
+Folded = Any  # an ast.Expr (one value), a list of ast.Expr (a pack of known length), or NULL
+
+
+class _Refuse(Exception):
+    """Outside what is folded: the formula runs unchanged."""
+
+
+def fold_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                 profile: rules.Profile) -> Formula | None:
+    """`formula` with its compile-time parts folded and its packed indices expanded into
+    scalar ones, or None when it has nothing to fold or cannot be folded."""
+    try:
+        return _Folder(instance, formula, arrays, profile).fold()
+    except _Refuse:
+        return None
+
+
+class _Folder:
+    def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
+                 profile: rules.Profile) -> None:
+        self.instance, self.formula, self.arrays, self.profile = (
+            instance, formula, arrays, profile)
+        self.symbols = instance.symbols
+        self.runtime = {r.name for r in formula.indices} | \
+            {local.name for local in formula.locals} | set(arrays)
+        self.bounds: dict[str, int] = {}           # scalar index -> bound
+        self.packs: dict[str, list[ast.Expr]] = {}  # packed index or inlined local -> items
+        self.scalar_locals: set[str] = set()
+
+    # ------------------------------------------------------------------ the formula
+
+    def fold(self) -> Formula:
+        formula = self.formula
+        if formula.item is not None:
+            raise _Refuse("pack item output")
+        taken = self.runtime | set(self.symbols)
+        indices: list[IndexRange] = []
+        for r in formula.indices:
+            if isinstance(r.bound, tuple):
+                names = []
+                for k, extent in enumerate(r.bound):
+                    name = f"{r.name}__{k}"
+                    if name in taken:
+                        raise _Refuse("name clash")
+                    taken.add(name)
+                    names.append(ast.Name(name, span=r.node.span))
+                    self.bounds[name] = extent
+                    indices.append(IndexRange(name, extent, r.node))
+                self.packs[r.name] = names
+            else:
+                self.bounds[r.name] = r.bound
+                indices.append(r)
+        locals_: list[ast.LocalAssign] = []
+        for local in formula.locals:
+            value = self.expr(local.value)
+            if value is NULL:
+                raise _Refuse("null local")
+            if isinstance(value, list):
+                if not all(self.droppable(v, bounded=True) for v in value):
+                    raise _Refuse("pack local")
+                self.packs[local.name] = value  # inlined where it is used
+            else:
+                self.scalar_locals.add(local.name)
+                locals_.append(replace(local, value=value))
+        condition = None
+        if formula.condition is not None:
+            cond = self.expr(formula.condition)
+            if isinstance(cond, list) or cond is NULL:
+                raise _Refuse("condition")
+            if isinstance(cond, ast.BoolLiteral) and cond.value is True:
+                cond = None  # a compile-time true condition: nothing to evaluate
+            condition = cond
+        value = self.expr(formula.value)
+        if value is NULL or isinstance(value, list):
+            raise _Refuse("value")
+        target = self.arrays.get(formula.output)
+        if not isinstance(target, np.ndarray):
+            raise _Refuse("output")
+        access = self.index_items(formula.access)
+        return replace(formula, access=tuple(access), value=value, locals=tuple(locals_),
+                       indices=tuple(indices), condition=condition)
+
+    # ------------------------------------------------------------------ expressions
+
+    def compile_time(self, node: ast.Expr) -> bool:
+        if isinstance(node, (ast.Bounded, ast.Expand, ast.Zip, ast.Placeholder)):
+            return False
+        names = free_names(node)
+        return not names & self.runtime and all(
+            not isinstance(self.symbols.get(n), TensorValue) for n in names)
+
+    def constant(self, value: Any, node: ast.Node) -> Folded:
+        span = node.span
+        if value is NULL:
+            return NULL
+        if isinstance(value, bool):
+            return ast.BoolLiteral(value, span=span)
+        if isinstance(value, int):
+            return ast.IntLiteral(value, span=span)
+        if isinstance(value, float):
+            return ast.RealLiteral(value, span=span)
+        if isinstance(value, tuple):
+            items = [self.constant(v, node) for v in value]
+            if any(isinstance(v, list) or v is NULL for v in items):
+                raise _Refuse("nested constant")
+            return items
+        raise _Refuse("constant")
+
+    def expr(self, node: ast.Expr) -> Folded:
+        if self.compile_time(node):
+            try:
+                value = evaluate(node, self.instance.environment(self.profile))
+            except Diagnostic:
+                raise _Refuse("compile-time error") from None
+            return self.constant(value, node)
+        method = getattr(self, f"fold_{type(node).__name__}", None)
+        if method is None:
+            raise _Refuse(type(node).__name__)
+        return method(node)
+
+    def fold_Name(self, node: ast.Name) -> Folded:
+        if node.name in self.packs:
+            return list(self.packs[node.name])
+        if node.name in self.bounds or node.name in self.scalar_locals:
+            return node
+        raise _Refuse(node.name)
+
+    def fold_Unary(self, node: ast.Unary) -> Folded:
+        operand = self.expr(node.operand)
+        if node.op == "?":
+            if operand is NULL:
+                return ast.BoolLiteral(False, span=node.span)
+            raise _Refuse("?")
+        if operand is NULL:
+            return NULL
+        if isinstance(operand, list):
+            return [replace(node, operand=v) for v in operand]
+        return replace(node, operand=operand)
+
+    def fold_Binary(self, node: ast.Binary) -> Folded:
+        if node.op == "??":
+            left = self.expr(node.left)
+            if left is NULL:
+                return self.expr(node.right)
+            # a folded value is never null (every source of null folds to NULL): the right
+            # operand is never evaluated
+            return left
+        if node.op in ("is", "in"):
+            raise _Refuse(node.op)
+        left, right = self.expr(node.left), self.expr(node.right)
+        if left is NULL or right is NULL:
+            # both operands are evaluated, then the result is null
+            if all(self.droppable_folded(v) for v in (left, right)):
+                return NULL
+            raise _Refuse("null operand")
+        if isinstance(left, list) or isinstance(right, list):
+            size = len(left) if isinstance(left, list) else len(right)
+            lefts = left if isinstance(left, list) else [left] * size
+            rights = right if isinstance(right, list) else [right] * size
+            if len(lefts) != len(rights):
+                raise _Refuse("pack lengths")
+            return [replace(node, left=a, right=b) for a, b in zip(lefts, rights)]
+        return replace(node, left=left, right=right)
+
+    def fold_Select(self, node: ast.Select) -> Folded:
+        if self.compile_time(node.cond):
+            cond = self.expr(node.cond)
+            if isinstance(cond, ast.BoolLiteral):
+                if cond.value:
+                    return self.expr(node.then)
+                if node.otherwise is None:
+                    raise _Refuse("select without else")
+                return self.expr(node.otherwise)  # the other branch is never evaluated
+            if isinstance(cond, list) and all(isinstance(c, ast.BoolLiteral) for c in cond):
+                # item by item: both branches are evaluated, each item taken from one
+                if node.otherwise is None:
+                    raise _Refuse("select without else")
+                then, other = self.expr(node.then), self.expr(node.otherwise)
+                if not (self.droppable_folded(then) and self.droppable_folded(other)):
+                    raise _Refuse("elementwise select")
+                if then is NULL or other is NULL:
+                    raise _Refuse("null branch")
+                result = []
+                for k, c in enumerate(cond):
+                    chosen = then if c.value else other
+                    if isinstance(chosen, list):
+                        if k >= len(chosen):
+                            raise _Refuse("pack lengths")
+                        chosen = chosen[k]
+                    result.append(chosen)
+                return result
+            raise _Refuse("select condition")
+        cond = self.expr(node.cond)
+        if node.otherwise is None or cond is NULL or isinstance(cond, list):
+            raise _Refuse("select")
+        then, other = self.expr(node.then), self.expr(node.otherwise)
+        if any(v is NULL or isinstance(v, list) for v in (then, other)):
+            raise _Refuse("select branches")
+        return replace(node, cond=cond, then=then, otherwise=other)
+
+    def fold_call(self, node: ast.Builtin | ast.Call) -> Folded:
+        if len(node.args) != 1:
+            raise _Refuse("arguments")
+        if isinstance(node, ast.Call) and (len(node.callee) != 1 or node.attributes is not None
+                                           or node.generics):
+            raise _Refuse("call")
+        operand = self.expr(node.args[0])
+        if operand is NULL:
+            return NULL
+        if isinstance(operand, list):
+            return [replace(node, args=(v,)) for v in operand]
+        return replace(node, args=(operand,))
+
+    fold_Builtin = fold_Call = fold_call
+
+    def fold_Bounded(self, node: ast.Bounded) -> Folded:
+        index = self.expr(node.index)
+        lower = self.expr(node.lower) if node.lower is not None else None
+        upper = self.expr(node.upper) if node.upper is not None else None
+        if any(v is NULL for v in (index, lower, upper)):
+            raise _Refuse("null bound")
+        if isinstance(index, list):
+            size = len(index)
+            lowers = lower if isinstance(lower, list) else [lower] * size
+            uppers = upper if isinstance(upper, list) else [upper] * size
+            if len(lowers) != size or len(uppers) != size:
+                raise _Refuse("pack lengths")
+            return [replace(node, index=i, lower=lo, upper=hi)
+                    for i, lo, hi in zip(index, lowers, uppers)]
+        if isinstance(lower, list) or isinstance(upper, list):
+            raise _Refuse("pack bound")
+        return replace(node, index=index, lower=lower, upper=upper)
+
+    def fold_ListExpr(self, node: ast.ListExpr) -> Folded:
+        items: list[ast.Expr] = []
+        for item in node.items:
+            if isinstance(item, ast.Expand):
+                items.extend(self.expand(item))
+            elif isinstance(item, ast.Range):
+                raise _Refuse("range")
+            else:
+                value = self.expr(item)
+                if value is NULL or isinstance(value, list):
+                    raise _Refuse("list item")
+                items.append(value)
+        return items
+
+    def expand(self, item: ast.Expand) -> list[ast.Expr]:
+        value = self.expr(item.operand)
+        if value is NULL:
+            raise _Refuse("null expand")
+        if isinstance(value, list):
+            return value
+        if item.count is None:
+            return [value]
+        count = self.expr(item.count)
+        if not isinstance(count, ast.IntLiteral) or count.value < 0:
+            raise _Refuse("count")
+        return [value] * count.value
+
+    def fold_Subscript(self, node: ast.Subscript) -> Folded:
+        base = node.base
+        if isinstance(base, ast.Name) and base.name in self.arrays:
+            array = self.arrays[base.name]
+            if array is NULL:
+                return NULL  # an absent optional input reads as null; its indices unused
+            if not isinstance(array, np.ndarray):
+                raise _Refuse("pack of tensors")
+            return replace(node, items=tuple(self.index_items(node.items)))
+        if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
+                base.base.name in self.arrays:
+            raise _Refuse("pack item")
+        # indexing a pack: an index pack, a pack local, a compile-time pack
+        pack = self.expr(base)
+        if not isinstance(pack, list) or len(node.items) != 1 or node.trailing_comma:
+            raise _Refuse("pack indexing")
+        item = node.items[0]
+        if isinstance(item, ast.Slice):
+            parts = []
+            for part in (item.start, item.stop, item.step):
+                if part is None:
+                    parts.append(None)
+                    continue
+                value = self.expr(part)
+                if not isinstance(value, ast.IntLiteral):
+                    raise _Refuse("slice")
+                parts.append(value.value)
+            if parts[2] == 0:
+                raise _Refuse("slice step")
+            return pack[slice(*parts)]
+        position = self.expr(item)
+        if isinstance(position, ast.IntLiteral):
+            if not -len(pack) <= position.value < len(pack):
+                raise _Refuse("pack index")
+            return pack[position.value]
+        if isinstance(position, list) and position and \
+                all(isinstance(p, ast.IntLiteral) and not isinstance(p.value, bool)
+                    and -len(pack) <= p.value < len(pack) for p in position):
+            return [pack[p.value] for p in position]
+        raise _Refuse("pack index")
+
+    def index_items(self, items: tuple) -> list[ast.Expr]:
+        """Index items of a tensor access as scalar index expressions (packs spliced)."""
+        result: list[ast.Expr] = []
+        for item in items:
+            if isinstance(item, ast.Slice):
+                raise _Refuse("':' index")
+            if isinstance(item, ast.Expand):
+                result.extend(self.expand(item))
+                continue
+            value = self.expr(item)
+            if value is NULL:
+                raise _Refuse("null index")
+            result.extend(value if isinstance(value, list) else [value])
+        return result
+
+    # ------------------------------------------------------------------ what may be dropped
+
+    def droppable_folded(self, value: Folded) -> bool:
+        if value is NULL:
+            return True
+        if isinstance(value, list):
+            return all(self.droppable(v) for v in value)
+        return self.droppable(value)
+
+    def droppable(self, node: ast.Expr, bounded: bool = False) -> bool:
+        """Evaluating the (folded) node can neither fail nor skip the iteration: literals,
+        index symbols, int `+ - *` of those, and accesses provably in range. With `bounded`,
+        a guarded index `|e|` also counts (its value is only resolved where it indexes)."""
+        if isinstance(node, (ast.IntLiteral, ast.BoolLiteral, ast.RealLiteral)):
+            return True
+        if isinstance(node, ast.Name):
+            return node.name in self.bounds
+        if isinstance(node, ast.Binary):
+            return node.op in ("+", "-", "*") and self.int_expr(node.left) and \
+                self.int_expr(node.right)
+        if isinstance(node, ast.Bounded) and bounded:
+            return all(p is None or self.droppable(p)
+                       for p in (node.index, node.lower, node.upper))
+        if isinstance(node, ast.Subscript) and isinstance(node.base, ast.Name):
+            array = self.arrays.get(node.base.name)
+            if not isinstance(array, np.ndarray) or len(node.items) != array.ndim:
+                return False
+            return all(isinstance(i, ast.Name) and i.name in self.bounds and
+                       self.bounds[i.name] <= extent
+                       for i, extent in zip(node.items, array.shape))
+        return False
+
+    def int_expr(self, node: ast.Expr) -> bool:
+        """An int expression that cannot fail (int64 index arithmetic of small values)."""
+        if isinstance(node, ast.IntLiteral):
+            return not isinstance(node.value, bool)
+        if isinstance(node, ast.Name):
+            return node.name in self.bounds
+        if isinstance(node, ast.Binary):
+            return node.op in ("+", "-", "*") and self.int_expr(node.left) and \
+                self.int_expr(node.right)
+        return False
