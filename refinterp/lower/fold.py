@@ -30,6 +30,7 @@ from refinterp.language.values import NULL, TensorValue
 from refinterp.lower.plan import Formula, IndexRange
 from refinterp.numeric import rules
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import ExprVisitor
 
 Folded = Any  # an ast.Expr (one value), a list of ast.Expr (a pack of known length), or NULL
 
@@ -48,7 +49,10 @@ def fold_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str,
         return None
 
 
-class _Folder:
+class _Folder(ExprVisitor[Any]):
+    """Folds one formula; one `visit_<Class>` per node class it can fold (any other class
+    refuses the formula, which then runs unfolded)."""
+
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                  profile: rules.Profile) -> None:
         self.instance, self.formula, self.arrays, self.profile = (
@@ -146,19 +150,19 @@ class _Folder:
             except Diagnostic:
                 raise _Refuse("compile-time error") from None
             return self.constant(value, node)
-        method = getattr(self, f"fold_{type(node).__name__}", None)
-        if method is None:
-            raise _Refuse(type(node).__name__)
-        return method(node)
+        return self.visit(node)
 
-    def fold_Name(self, node: ast.Name) -> Folded:
+    def generic_visit(self, node: Any, *args: Any) -> Folded:
+        raise _Refuse(type(node).__name__)
+
+    def visit_Name(self, node: ast.Name) -> Folded:
         if node.name in self.packs:
             return list(self.packs[node.name])
         if node.name in self.bounds or node.name in self.scalar_locals:
             return node
         raise _Refuse(node.name)
 
-    def fold_Unary(self, node: ast.Unary) -> Folded:
+    def visit_Unary(self, node: ast.Unary) -> Folded:
         operand = self.expr(node.operand)
         if node.op == "?":
             if operand is NULL:
@@ -170,7 +174,7 @@ class _Folder:
             return [replace(node, operand=v) for v in operand]
         return replace(node, operand=operand)
 
-    def fold_Binary(self, node: ast.Binary) -> Folded:
+    def visit_Binary(self, node: ast.Binary) -> Folded:
         if node.op == "??":
             left = self.expr(node.left)
             if left is NULL:
@@ -195,7 +199,7 @@ class _Folder:
             return [replace(node, left=a, right=b) for a, b in zip(lefts, rights)]
         return replace(node, left=left, right=right)
 
-    def fold_Select(self, node: ast.Select) -> Folded:
+    def visit_Select(self, node: ast.Select) -> Folded:
         if self.compile_time(node.cond):
             cond = self.expr(node.cond)
             if isinstance(cond, ast.BoolLiteral):
@@ -231,7 +235,7 @@ class _Folder:
             raise _Refuse("select branches")
         return replace(node, cond=cond, then=then, otherwise=other)
 
-    def fold_call(self, node: ast.Builtin | ast.Call) -> Folded:
+    def visit_call(self, node: ast.Builtin | ast.Call) -> Folded:
         if len(node.args) != 1:
             raise _Refuse("arguments")
         if isinstance(node, ast.Call) and (len(node.callee) != 1 or node.attributes is not None
@@ -244,9 +248,9 @@ class _Folder:
             return [replace(node, args=(v,)) for v in operand]
         return replace(node, args=(operand,))
 
-    fold_Builtin = fold_Call = fold_call
+    visit_Builtin = visit_Call = visit_call
 
-    def fold_Bounded(self, node: ast.Bounded) -> Folded:
+    def visit_Bounded(self, node: ast.Bounded) -> Folded:
         index = self.expr(node.index)
         lower = self.expr(node.lower) if node.lower is not None else None
         upper = self.expr(node.upper) if node.upper is not None else None
@@ -264,7 +268,7 @@ class _Folder:
             raise _Refuse("pack bound")
         return replace(node, index=index, lower=lower, upper=upper)
 
-    def fold_ListExpr(self, node: ast.ListExpr) -> Folded:
+    def visit_ListExpr(self, node: ast.ListExpr) -> Folded:
         items: list[ast.Expr] = []
         for item in node.items:
             if isinstance(item, ast.Expand):
@@ -291,7 +295,7 @@ class _Folder:
             raise _Refuse("count")
         return [value] * count.value
 
-    def fold_Subscript(self, node: ast.Subscript) -> Folded:
+    def visit_Subscript(self, node: ast.Subscript) -> Folded:
         base = node.base
         if isinstance(base, ast.Name) and base.name in self.arrays:
             array = self.arrays[base.name]
