@@ -81,3 +81,45 @@ def test_every_equivalence_check_says_equal(tool, quick_run):
     assert f"checks: {len(tool.ONE_LINE)} equal, 0 DIFFERENT, 0 not made" in text
     assert sum(row.endswith(" equal") for row in rows.values()) == len(tool.ONE_LINE)
     assert status == 0
+
+
+def test_every_lowered_operator_agrees_on_both_engines_at_a_small_size(tool) -> None:
+    """Every public lowered stdlib operator, on the benchmark's instance at a tiny scale: the
+    scalar engine (the definition, with partial evaluation and generated code) and the vector
+    engine give the same outputs (ints and bools identical, reals within the engines'
+    tolerance) or the same diagnostic."""
+    import zlib
+
+    import numpy as np
+
+    from refinterp.core.diagnostics import Diagnostic
+    from refinterp.lower.engines import difference
+
+    signatures = {s.qualified: s for module in api.stdlib_modules()
+                  for s in api.operators(module)}
+    checked = 0
+    for name in sorted(lowered_public_operators()):
+        chosen = tool.CASES.get(name) or tool.default_case(signatures[name], name)
+        assert chosen is not None, name
+        d = tool.sizer(0.05)
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        inputs, attributes = chosen.inputs(d, rng), chosen.attributes(d)
+        results = []
+        for engine in ("scalar", "vector"):
+            try:
+                results.append(api.evaluate(name, inputs=inputs, attributes=attributes,
+                                            generics=chosen.generics, engine=engine).outputs)
+            except Diagnostic as error:
+                results.append(error.message)
+        scalar, vector = results
+        if isinstance(scalar, str) or isinstance(vector, str):
+            assert scalar == vector, name
+            continue
+        assert scalar.keys() == vector.keys(), name
+        for output in scalar:
+            pairs = zip(scalar[output], vector[output]) if isinstance(scalar[output], list) \
+                else [(scalar[output], vector[output])]
+            for a, b in pairs:
+                assert difference(a, b, output) is None, (name, difference(a, b, output))
+        checked += 1
+    assert checked == len(lowered_public_operators())
