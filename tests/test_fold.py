@@ -58,3 +58,21 @@ def test_codegen_compiles_folded_stdlib_formulas(name, inputs, attributes):
     for output in fast:
         assert fast[output].dtype == closures[output].dtype
         assert np.array_equal(fast[output], closures[output]), f"{name}: {output} differs"
+
+
+def test_verbose_names_each_formulas_path_and_why() -> None:
+    """The scalar engine's log names, per formula, generated code (after folding where
+    needed) or the tree walk with the construct that kept it there."""
+    from refinterp import api
+    import numpy as np
+
+    logged: list[str] = []
+    api.evaluate("linalg.matmul", inputs={"A": np.ones((2, 3)), "B": np.ones((3, 2))},
+                 engine="scalar", log=lambda instance, how: logged.append(how))
+    assert logged and logged[0].startswith("scalar; formula at line ")
+    assert "generated code after folding" in logged[0] and "tree walk" not in logged[0]
+    logged.clear()
+    api.evaluate("nn.max_pool", inputs={"input": np.ones((1, 1, 4, 4))},
+                 attributes={"size": [3, 3]}, engine="scalar",
+                 log=lambda instance, how: logged.append(how))
+    assert "tree walk (not generated: " in logged[0] and "not folded: Substitute" in logged[0]

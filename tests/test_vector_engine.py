@@ -263,7 +263,7 @@ def test_auto_uses_scalar_for_small_operators_and_vector_for_large():
     text = op("x: real[n];", "y: real[n];", "y[i] = x[i] + 1.0, i < n;")
     run_operator("f", {"x": np.zeros(10)}, file=write(text), engine=auto)
     run_operator("f", {"x": np.zeros(10_000)}, file=write(text), engine=auto)
-    assert used == ["scalar", "vector"]
+    assert [how.split(";")[0] for how in used] == ["scalar", "vector"]
 
 
 def test_run_vector_reports_fallbacks():

@@ -352,25 +352,37 @@ class IntOverflow(Exception):
         self.value = value
 
 
+def _say(report: list[str] | None, how: str) -> None:
+    if report is not None:
+        report.append(how)
+
+
 def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                     profile: rules.Profile,
-                    fail: Callable[[ast.Node, str, dict | None], Diagnostic]
-                    ) -> Callable[[], None] | None:
-    """A runner for `formula` from generated source, or None outside the supported subset."""
+                    fail: Callable[[ast.Node, str, dict | None], Diagnostic],
+                    report: list[str] | None = None) -> Callable[[], None] | None:
+    """A runner for `formula` from generated source, or None outside the supported subset;
+    `report` (if given) receives how the formula runs and, for the tree walk, why."""
     generator = Generator(instance, formula, arrays, profile)
+    how = "generated code"
     try:
         source = generator.generate()
-    except Unsupported:
+    except Unsupported as unsupported:
         # a rank-polymorphic or configurable formula: fold what the instance decides (packed
         # indices, selects on attributes, optional operands) and try again
-        folded = fold_formula(instance, formula, arrays, profile)
+        reasons = [f"not generated: {unsupported}"]
+        folded = fold_formula(instance, formula, arrays, profile, reasons)
         if folded is None:
+            _say(report, f"tree walk ({reasons[0]}; not folded: {reasons[-1]})")
             return None
         generator = Generator(instance, folded, arrays, profile)
         try:
             source = generator.generate()
-        except Unsupported:
+        except Unsupported as still:
+            _say(report, f"tree walk ({reasons[0]}; folded, still not generated: {still})")
             return None
+        how = "generated code after folding"
+    _say(report, how)
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<formula {formula.node.span}>", "exec"), namespace)
     kernel = namespace["kernel"]

@@ -48,9 +48,10 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
 
     def scalar(instance: OperatorInstance, inputs: dict[str, Any],
                profile: rules.Profile) -> dict[str, Any]:
-        outputs = run_lowering(instance, inputs, profile)
+        report: list[str] | None = [] if log is not None else None
+        outputs = run_lowering(instance, inputs, profile, report=report)
         if log is not None:
-            log(instance, "scalar")
+            log(instance, "; ".join(["scalar", *(report or [])]))
         return outputs
 
     def auto(instance: OperatorInstance, inputs: dict[str, Any],

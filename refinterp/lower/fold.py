@@ -40,12 +40,15 @@ class _Refuse(Exception):
 
 
 def fold_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                 profile: rules.Profile) -> Formula | None:
+                 profile: rules.Profile, reasons: list[str] | None = None) -> Formula | None:
     """`formula` with its compile-time parts folded and its packed indices expanded into
-    scalar ones, or None when it has nothing to fold or cannot be folded."""
+    scalar ones, or None when it has nothing to fold or cannot be folded (the construct that
+    stopped it is appended to `reasons`, if given)."""
     try:
         return _Folder(instance, formula, arrays, profile).fold()
-    except _Refuse:
+    except _Refuse as refused:
+        if reasons is not None:
+            reasons.append(str(refused))
         return None
 
 

@@ -64,17 +64,22 @@ def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str
 
 def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
                  profile: rules.Profile = rules.SPEC,
-                 generated: bool = True) -> dict[str, Any]:
+                 generated: bool = True, report: list[str] | None = None) -> dict[str, Any]:
     """Run the @lower block of `instance` on input arrays; return the output arrays.
 
-    With `generated`, formulas in the subset of refinterp.lower.codegen run as generated
-    Python source (same results, much faster); the others, or all without it, run as closures.
-    """
+    With `generated`, formulas in the subset of refinterp.lower.codegen (after partial
+    evaluation, refinterp.lower.fold) run as generated Python source (same results, much
+    faster); the others, or all without it, run as closures. `report` (if given) receives, per
+    formula, `formula at line N: <how it ran>`."""
     plan = lowering_plan(instance)
     outputs = allocate_outputs(instance, plan)
     arrays = lowering_arrays(instance, inputs, outputs)
     for formula in plan.formulas:
-        run_formula(instance, formula, arrays, profile, generated)
+        how: list[str] | None = [] if report is not None else None
+        run_formula(instance, formula, arrays, profile, generated, how)
+        if report is not None:
+            report.append(f"formula at line {formula.node.span.line}: "
+                          f"{how[0] if how else 'tree walk'}")
     return outputs
 
 
@@ -93,9 +98,11 @@ def lowering_arrays(instance: OperatorInstance, inputs: dict[str, Any],
 
 
 def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                profile: rules.Profile, generated: bool = True) -> None:
+                profile: rules.Profile, generated: bool = True,
+                report: list[str] | None = None) -> None:
     """Run one formula element by element, updating its output in `arrays`."""
-    fast = compile_formula(instance, formula, arrays, profile, _failure) if generated else None
+    fast = compile_formula(instance, formula, arrays, profile, _failure, report) \
+        if generated else None
     if fast is None:
         FormulaRunner(instance, formula, arrays, profile).run()
         return
