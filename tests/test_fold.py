@@ -28,6 +28,18 @@ CASES = [
     ("nn.conv", {"input": RNG.standard_normal((2, 4, 6)),
                  "filter": RNG.standard_normal((4, 2, 3)), "bias": RNG.standard_normal(4)},
      {"groups": 2, "stride": [2], "padding": [1, 1]}),
+    # substitution `i[axes] <- ...` (pooling and the layout family)
+    ("nn.max_pool", {"input": RNG.standard_normal((1, 2, 6, 5))},
+     {"size": [3, 2], "stride": [2, 1], "padding": [1, 1, 0, 1]}),
+    ("nn.max_pool", {"input": RNG.standard_normal((2, 7))},
+     {"axes": [1], "size": [3], "dilation": [2]}),
+    ("nn.sum_pool", {"input": RNG.standard_normal((1, 1, 4, 4))},
+     {"size": [3, 3], "padding": [1, 1, 1, 1]}),
+    ("layout.slice", {"input": RNG.standard_normal((4, 5))},
+     {"axes": [1], "begin": [1], "end": [4]}),
+    ("layout.squeeze", {"input": RNG.standard_normal((4, 1, 5))}, {"axes": [1]}),
+    ("layout.unsqueeze", {"input": RNG.standard_normal((4, 5))}, {"axes": [1]}),
+    ("layout.tile", {"input": RNG.standard_normal((2, 3))}, {"repeats": [2, 2]}),
 ]
 
 
@@ -75,4 +87,8 @@ def test_verbose_names_each_formulas_path_and_why() -> None:
     api.evaluate("nn.max_pool", inputs={"input": np.ones((1, 1, 4, 4))},
                  attributes={"size": [3, 3]}, engine="scalar",
                  log=lambda instance, how: logged.append(how))
-    assert "tree walk (not generated: " in logged[0] and "not folded: Substitute" in logged[0]
+    assert "generated code after folding" in logged[0]  # substitution folds
+    logged.clear()
+    api.evaluate("math.argmax_nd", inputs={"input": np.ones((3, 4))}, attributes={"axes": [1]},
+                 engine="scalar", log=lambda instance, how: logged.append(how))
+    assert "tree walk (not generated: pack output; not folded: output)" in logged[0]

@@ -339,6 +339,32 @@ class _Folder(ExprVisitor[Any]):
             return [pack[p.value] for p in position]
         raise _Refuse("pack index")
 
+    def visit_Substitute(self, node: ast.Substitute) -> Folded:
+        """`p[k] <- v` on a folded pack `p` with compile-time positions: the pack with those
+        items replaced (§2.4); the items replaced must be droppable, since the closure path
+        evaluates the whole pack."""
+        target = node.target
+        if len(target.items) != 1 or target.trailing_comma or \
+                isinstance(target.items[0], ast.Slice):
+            raise _Refuse("substitution")
+        pack = self.expr(target.base)
+        value = self.expr(node.value)
+        if not isinstance(pack, list) or value is NULL:
+            raise _Refuse("substitution operands")
+        position = self.expr(target.items[0])
+        positions = position if isinstance(position, list) else [position]
+        values = value if isinstance(position, list) else [value]
+        if not isinstance(values, list) or len(values) != len(positions) or any(
+                not isinstance(p, ast.IntLiteral) or isinstance(p.value, bool) or
+                not -len(pack) <= p.value < len(pack) for p in positions):
+            raise _Refuse("substitution positions")
+        result = list(pack)
+        for p, new in zip(positions, values):
+            if isinstance(new, list) or not self.droppable(result[p.value], bounded=True):
+                raise _Refuse("substitution item")
+            result[p.value] = new
+        return result
+
     def index_items(self, items: tuple) -> list[ast.Expr]:
         """Index items of a tensor access as scalar index expressions (packs spliced)."""
         result: list[ast.Expr] = []
