@@ -38,12 +38,14 @@ from refinterp.language.invocation import tensor_info
 from refinterp.run.abstract import Undetermined, abstract_tensor
 from refinterp.run.compose import Executor
 from refinterp.core.cache import BoundedCache
-from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic, SelectionDiagnostic
+from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
+                                        did_you_mean)
 from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,
                                          instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY
 from refinterp.language.modules import (STDLIB_DIR, LoadedModule, Loader, find_operator,
+                                        stdlib_module_files,
                                         unknown_operator_notes)
 from refinterp.language.modules import Program as _LoadedProgram
 from refinterp.run.params import ParameterStore
@@ -164,13 +166,12 @@ def load_source(text: str, *, path: str | Path = "<source>.sknd",
 def load_module(name: str, *, stdlib: str | Path | None = None) -> Program:
     """A standard-library module by qualified name (`"nn"`, `"math"`)."""
     root = Path(stdlib) if stdlib is not None else STDLIB_DIR
-    relative = Path(*name.split("."))
-    for ext in (".sknd", ".nnef"):
-        candidate = root / relative.with_suffix(ext)
-        if candidate.is_file():
-            return load(candidate, stdlib=stdlib)
+    modules = stdlib_module_files(root)
+    if name in modules:
+        return load(modules[name], stdlib=stdlib)
+    hint = did_you_mean(name, list(modules))
     raise SelectionDiagnostic(f"no standard module '{name}' in {root}",
-                              notes=["modules: " + ", ".join(stdlib_modules(root))])
+                              notes=([hint] if hint else []) + ["modules: " + ", ".join(modules)])
 
 
 def operators(module: str | Program, *, stdlib: str | Path | None = None
@@ -413,6 +414,7 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
                                  f"{', '.join(ENGINE_NAMES)}")
     if max_iterations < 1 or max_depth < 1:
         raise ArgumentDiagnostic("max_iterations and max_depth must be at least 1")
+    _check_seed(seed)
     arrays = {name: _canonical(name, value) for name, value in (inputs or {}).items()}
     values = _attributes(attributes)
     store = ParameterStore(graph=f"{module.name}.{definition.name}",
@@ -471,14 +473,10 @@ def _reject_unused(store: ParameterStore, variables: list[str] | None = None) ->
     unused = store.unused()
     if not unused:
         return
-    import difflib
     known = variables if variables is not None else sorted(store.loaded)
     spellings = sorted({n for scoped in known for n in store.candidates(scoped)})
-    notes = []
-    close = difflib.get_close_matches(unused[0], spellings, n=3)
-    if close:
-        notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
-    notes.append("variables: " + (", ".join(known) or "none"))
+    hint = did_you_mean(unused[0], spellings)
+    notes = ([hint] if hint else []) + ["variables: " + (", ".join(known) or "none")]
     raise Diagnostic(f"params entry '{unused[0]}' is not a variable of the run"
                      + (f" (and {len(unused) - 1} more)" if len(unused) > 1 else ""),
                      notes=notes, code="E0702")
@@ -509,10 +507,16 @@ class _Watch:
         self.done.set()
 
 
+def _check_seed(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ArgumentDiagnostic(f"a seed is a non-negative int; got {seed!r}")
+
+
 def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0) -> dict[str, Any]:
     """Random arrays for input types (a pack as a tuple of types gives a list of arrays):
     real N(0, 1), int uniform in [0, 10), bool with probability 1/2; reproducible from `seed`
     and drawn in the order given."""
+    _check_seed(seed)
     rng = np.random.default_rng(seed)
 
     def draw(info: TensorInfo | tuple) -> Any:

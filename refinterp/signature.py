@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from refinterp.run import intrinsics
-from refinterp.language.modules import EXTENSIONS, STDLIB_DIR, LoadedModule
+from refinterp.language.modules import LoadedModule, stdlib_module_files
 from refinterp.syntax import ast
 from refinterp.syntax.printer import format_expr, format_type
 
@@ -169,12 +169,7 @@ def module_signatures(module: LoadedModule) -> list[OperatorSignature]:
 def stdlib_modules(stdlib: str | Path | None = None) -> list[str]:
     """The qualified names of the modules in a stdlib folder (the bundled one by default),
     sorted; a module in a nested folder has a dotted name (`a/b.sknd` is `a.b`)."""
-    root = Path(stdlib) if stdlib is not None else STDLIB_DIR
-    names = {
-        ".".join(path.relative_to(root).with_suffix("").parts)
-        for ext in EXTENSIONS for path in root.rglob(f"*{ext}") if path.is_file()
-    }
-    return sorted(names)
+    return list(stdlib_module_files(stdlib))
 
 
 def _entries(definition: ast.OperatorDef, kind: str) -> list[Any]:

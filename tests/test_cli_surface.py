@@ -396,3 +396,15 @@ def test_json_results_carry_warnings(tmp_path, capsys) -> None:
     data = json.loads(out)
     assert status == 0 and err == "" and data["warnings"][0]["code"] == "N0001"
     assert data["warnings"][0]["message"].startswith("engine: a")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "--op", ".relu"], "no standard module ''"),
+    (["eval", "--op", "nnn.relu", "--random", "x=real[2]"], "did you mean 'nn'?"),
+    (["eval", "--op", "nn.relu", "--random", "x=real[2]", "--seed", "-1"],
+     "a seed is a non-negative int"),
+])
+def test_odd_operator_names_and_seeds_are_diagnostics(capsys, args, message) -> None:
+    """Found by probing the command line after the API work: these were internal errors."""
+    status, _, err = run(capsys, *args)
+    assert status == 1 and message in err, err

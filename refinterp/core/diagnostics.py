@@ -13,8 +13,9 @@ never as a Python traceback (see docs/architecture.md).
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from refinterp.core.source import Span
 
@@ -113,6 +114,17 @@ class Diagnostic(Exception):
                 "related": [{**_location(span), "label": label} for span, label in self.related],
                 "notes": list(self.notes),
                 "stack": [{"operator": f.operator, **_location(f.span)} for f in self.stack]}
+
+
+def did_you_mean(name: str, choices: list[str], quote: bool = True,
+                 show: Callable[[str], str] | None = None) -> str | None:
+    """THE did-you-mean note: `did you mean 'a' or 'b'?` for the (at most three) choices close
+    to `name`, or None; `show` spells a choice (e.g. qualified with its module)."""
+    close = difflib.get_close_matches(name, choices)
+    if not close:
+        return None
+    spelled = [show(c) if show else c for c in close]
+    return "did you mean " + " or ".join(f"'{c}'" if quote else c for c in spelled) + "?"
 
 
 def _location(span: Span | None) -> dict[str, Any] | None:

@@ -13,11 +13,10 @@ Every failure is an InvocationDiagnostic located in the definition, naming what 
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from typing import Any
 
-from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic
+from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic, did_you_mean
 from refinterp.language.binding import definition_order, free_names
 from refinterp.language.expr import Environment, Evaluator, evaluate
 from refinterp.language.inputs import InputBinding
@@ -386,12 +385,8 @@ class Instantiation(InputBinding):
 
 def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
     """Notes for an unknown name: the close matches, then every valid name (or 'none')."""
-    notes = []
-    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
-    if close:
-        notes.append("did you mean " + " or ".join(f"'{c}'" for c in close) + "?")
-    notes.append(f"{kind}: " + (", ".join(choices) or "none"))
-    return notes
+    hint = did_you_mean(name, choices)
+    return ([hint] if hint else []) + [f"{kind}: " + (", ".join(choices) or "none")]
 
 
 def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],

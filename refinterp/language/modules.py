@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from refinterp.core.cache import BoundedCache
-from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic
+from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
 from refinterp.core.source import SourceFile
 from refinterp.syntax import ast
 from refinterp.syntax.parser import ParseResult, parse_module
@@ -183,6 +183,19 @@ class Loader:
         return module
 
 
+def stdlib_module_files(stdlib: str | Path | None = None) -> dict[str, Path]:
+    """THE modules of a stdlib folder (the bundled one by default): qualified name → file, by
+    name; a module in a nested folder has a dotted name (`a/b.sknd` is `a.b`); `.sknd` wins
+    over `.nnef` for the same name, as in the import search."""
+    root = Path(stdlib) if stdlib is not None else STDLIB_DIR
+    found: dict[str, Path] = {}
+    for ext in EXTENSIONS:
+        for path in sorted(root.rglob(f"*{ext}")):
+            if path.is_file():
+                found.setdefault(".".join(path.relative_to(root).with_suffix("").parts), path)
+    return dict(sorted(found.items()))
+
+
 def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
     """Qualified names (`nn.relu`) of the standard-library operators called `name`: a hint for
     an unqualified or misspelt invocation. Reads the module texts without parsing them."""
@@ -190,15 +203,13 @@ def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
 
     pattern = re.compile(rf"^\s*operator\s+{re.escape(name)}\b", re.MULTILINE)
     found = []
-    for path in sorted(stdlib.rglob("*")):
-        if path.suffix in EXTENSIONS and path.is_file():
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if pattern.search(text):
-                module = ".".join(path.relative_to(stdlib).with_suffix("").parts)
-                found.append(f"{module}.{name}")
+    for module, path in stdlib_module_files(stdlib).items():
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            found.append(f"{module}.{name}")
     return found
 
 
@@ -224,8 +235,6 @@ def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
     """The notes of an unknown operator: close names in the module searched (did you mean),
     an import that is missing, or, for an unqualified name, the standard operators of that
     name and the import they need (`relu` → `nn.relu`, `import nn;`)."""
-    import difflib
-
     *path, name = callee
     searched = module if not path or ".".join(path) == module.name else \
         module.imports.get(".".join(path))
@@ -235,9 +244,10 @@ def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
         if ".".join(callee) in stdlib_operators_named(name, stdlib):
             notes.append(f"add 'import {'.'.join(path)};'")
         return notes
-    close = difflib.get_close_matches(name, [d.name for d in searched.tree.definitions])
-    if close:
-        notes.append("did you mean " + " or ".join(".".join((*path, c)) for c in close) + "?")
+    hint = did_you_mean(name, [d.name for d in searched.tree.definitions], quote=False,
+                        show=lambda c: ".".join((*path, c)))
+    if hint:
+        notes.append(hint)
     if path or notes:
         return notes
     found = [f"{m.name}.{name}" for m in module.imports.values()
