@@ -67,7 +67,7 @@ import statistics
 import sys
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -365,6 +365,7 @@ class Result:
     one_line_seconds: float | None = None
     one_line_error: str | None = None
     check: str | None = None  # "equal" / "DIFFERENT" when there is a one-liner
+    paths: list[str] = field(default_factory=list)  # the scalar engine's log, per instance run
 
     @property
     def rate(self) -> float | None:
@@ -460,6 +461,8 @@ def measure(name: str, signature: Any, scale: float, repeat: int,
     def log(instance: Any, how: str) -> None:
         if instance_iterations is not None:
             counted.append(instance_iterations(instance))
+        if how not in result.paths:
+            result.paths.append(how)
 
     def run() -> Any:
         counted.clear()
@@ -492,7 +495,7 @@ def rate_text(rate: float | None) -> str:
     return "?" if rate is None else f"{rate / 1e6:.4f}M"
 
 
-def report(results: list[Result], out: Any = None) -> None:
+def report(results: list[Result], out: Any = None, why: bool = False) -> None:
     out = out if out is not None else sys.stdout
     ran = [r for r in results if r.error is None]
     failed = [r for r in results if r.error is not None]
@@ -515,6 +518,12 @@ def report(results: list[Result], out: Any = None) -> None:
         print(line.rstrip(), file=out)
     for r in failed:
         print(f"{r.name:{width}}  {r.instance or '-':{inst}}  FAILED: {r.error}", file=out)
+    if why:
+        print(file=out)
+        print("the scalar engine's path, per operator (as --verbose prints it):", file=out)
+        for r in ran:
+            for path in r.paths:
+                print(f"{r.name:{width}}  {path}", file=out)
     print(file=out)
     print(f"{len(results)} operators: {len(ran)} ran, {len(failed)} failed", file=out)
     # An operator whose iterations do not grow with the instance (layout.shape: one per
@@ -549,6 +558,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every instance extent by F (default 1)")
+    parser.add_argument("--why", action="store_true",
+                        help="after the table, the scalar engine's path for every formula: "
+                             "generated code (after folding) or the tree walk, and why")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -580,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results = run(args, progress=lambda name: print(f"  {name} ...", file=sys.stderr,
                                                     flush=True))
-    report(results)
+    report(results, why=args.why)
     print(f"total {time.perf_counter() - started:.1f} s (--repeat {args.repeat}, "
           f"--scale {args.scale:g})")
     bad = [r for r in results if r.name in ONE_LINE and r.check != "equal"]
