@@ -280,11 +280,48 @@ def write_arrays(path: str | Path, arrays: dict[str, Any], what: str) -> None:
 
 
 def _write_npz(stream: Any, arrays: dict[str, np.ndarray]) -> None:
-    """What numpy.savez writes, without its keyword arguments (a key may be called `file`)."""
-    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for key, array in arrays.items():
-            with zf.open(f"{key}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+    """What numpy.savez writes (readable by numpy.load), byte for byte reproducible."""
+    stream.write(encode_npz(arrays))
+
+
+# The byte layout of what refinterp writes (docs/golden.md, "Array files"): identical bytes for
+# identical arrays, whatever the NumPy version, the clock or the machine.
+_NPY_DESCR = {"f": "<f8", "i": "<i8", "b": "|b1"}
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
+
+
+def encode_npy(array: Any) -> bytes:
+    """An array (real, int or bool; held as float64, int64, bool) as `.npy` format 1.0 bytes:
+    the magic, version 1.0, a little-endian uint16 header length, the header
+    `{'descr': D, 'fortran_order': False, 'shape': S, }` padded with spaces and ending in a
+    newline so that the data starts at a multiple of 64 bytes, then the elements in C order,
+    little-endian."""
+    array = canonical(np.asarray(array))
+    descr = _NPY_DESCR[array.dtype.kind]
+    shape = "(" + "".join(f"{n}, " for n in array.shape)[:-2] + \
+        ("," if array.ndim == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    padding = -(len(NPY_MAGIC) + 4 + len(header) + 1) % 64
+    text = (header + " " * padding + "\n").encode("latin1")
+    if len(text) > 0xFFFF:
+        raise ValueError(f"an array of rank {array.ndim} has too long an .npy header")
+    data = np.ascontiguousarray(array, dtype=np.dtype(descr)).tobytes()
+    return NPY_MAGIC + b"\x01\x00" + len(text).to_bytes(2, "little") + text + data
+
+
+def encode_npz(arrays: dict[str, Any]) -> bytes:
+    """Arrays as `.npz` bytes: a zip archive of `<key>.npy` members (`encode_npy`), in the
+    given key order, stored uncompressed, every entry dated 1980-01-01 00:00:00 with Unix
+    permissions 0644; packs (lists) flattened to `xs.0`, `xs.1`, ..."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for key, array in flatten_packs(arrays).items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_TIME)
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_STORED
+            zf.writestr(info, encode_npy(array))
+    return buffer.getvalue()
 
 
 def write_params(destination: str | Path, arrays: dict[str, np.ndarray], what: str) -> None:

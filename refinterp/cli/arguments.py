@@ -8,6 +8,7 @@ import argparse
 import re
 from typing import Any
 
+from refinterp.cli.golden import add_parser as add_golden_parser
 from refinterp.core.diagnostics import Diagnostic
 
 
@@ -213,11 +214,18 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("--max-memory", default="2G", metavar="SIZE",
                           help="the most memory the vector engine's temporaries may take at "
                                "once (default 2G); larger iteration spaces run in chunks")
+    eval_cmd.add_argument("--save-case", metavar="DIR",
+                          help="freeze the run as a golden case folder (model, inputs, params, "
+                               "outputs, case.json; docs/golden.md)")
+    eval_cmd.add_argument("--case-class", default="reduction", metavar="CLASS",
+                          choices=["exact", "arithmetic", "transcendental", "reduction"],
+                          help="the tolerance class of a --save-case case (default reduction)")
     eval_cmd.add_argument("--verbose", action="store_true",
                           help="print which engine ran each operator")
     eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                           help="every 5 s of a long run, name the operators running (default: "
                                "when stderr is a terminal)")
+    add_golden_parser(commands, common)
     return parser
 
 

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, parse_attribute, parse_size,
                                      parse_types)
+from refinterp.cli.golden import cmd_golden
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -326,6 +327,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         io.write_arrays(args.save_params, run.params, "--save-params")
     if args.write_params:
         io.write_params(args.write_params, run.state, "--write-params")
+    if args.save_case:
+        _save_case(args, target, op, run)
     if out.json_mode:
         out.data({"operator": run.operator, "profile": run.profile, "engine": run.engine,
                   "outputs": {name: api.summary(a) for name, a in outputs.items()}})
@@ -335,6 +338,26 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
                                                      ("min", "max", "mean"))]
                for name, s in ((n, api.summary(a)) for n, a in outputs.items())])
     return EXIT_OK
+
+
+def _save_case(args: argparse.Namespace, target: Any, op: str | None, run: Any) -> None:
+    """--save-case DIR: the run as a golden case of kind "model" (a standard operator run by
+    --op MODULE.OP has no model file: it is written as an operator case's graph)."""
+    from refinterp import api, golden
+
+    if args.file is None or op is not None:
+        raise UsageError("--save-case needs a model FILE|DIR and its default graph "
+                         "(to freeze a standard operator, write a case table)")
+    program = api.load(args.file, stdlib=args.stdlib)
+    folder = Path(args.save_case)
+    command = "refinterp " + " ".join(_quoted(a) for a in sys.argv[1:])
+    golden.write_model_case(folder, program.path, run.inputs, run.params, args.profile,
+                            args.case_class, folder.name, command)
+
+
+def _quoted(text: str) -> str:
+    import shlex
+    return shlex.quote(text)
 
 
 def _number(value: float | None) -> str:
@@ -362,4 +385,4 @@ def progress_line(running: list[str], seconds: float) -> None:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "parse": cmd_parse, "fmt": cmd_fmt, "expr": cmd_expr, "ops": cmd_ops,
-    "describe": cmd_describe, "shapes": cmd_shapes, "eval": cmd_eval}
+    "describe": cmd_describe, "shapes": cmd_shapes, "eval": cmd_eval, "golden": cmd_golden}

@@ -62,6 +62,9 @@ CODES: dict[str, str] = {
     "E0900": "invalid input arrays for the invocation",
     "E0901": "invalid option value",
     "E1000": "invalid @quantize entry",
+    "E1100": "invalid golden case table",
+    "E1101": "golden case does not build as its table says",
+    "E1102": "golden suite fails verification",
     "W0001": "warning",
     "N0001": "note",
 }
@@ -275,3 +278,8 @@ class ArgumentDiagnostic(Diagnostic):
 
     default_code = "E0901"
 
+
+class GoldenDiagnostic(Diagnostic):
+    """A golden case table, case or suite that is wrong (refinterp.golden)."""
+
+    default_code = "E1100"

@@ -1,0 +1,117 @@
+"""`refinterp golden build|verify|show`: golden fixtures on the command line (docs/golden.md)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
+from refinterp.core.diagnostics import Diagnostic
+
+
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Register `golden` and its three subcommands."""
+    golden = commands.add_parser("golden", help="build, verify and show golden fixtures")
+    actions = golden.add_subparsers(dest="golden_command", metavar="ACTION", required=True)
+    build = actions.add_parser("build", parents=[common],
+                               help="compute the cases of case tables into a suite folder")
+    build.add_argument("tables", nargs="+", metavar="CASEFILE",
+                       help="case tables (TOML, docs/golden.md)")
+    build.add_argument("-o", "--output", required=True, metavar="DIR",
+                       help="the suite folder (created if needed)")
+    build.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                       help="worker processes (default 1); the bytes written do not depend on it")
+    build.add_argument("-k", metavar="REGEX", dest="include",
+                       help="only the cases whose id matches (searched)")
+    build.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
+    verify = actions.add_parser("verify", parents=[common],
+                                help="check every hash of a suite and recompute every case")
+    verify.add_argument("suite", metavar="DIR")
+    verify.add_argument("-k", metavar="REGEX", dest="include",
+                        help="only the cases whose id matches (searched)")
+    verify.add_argument("--hashes-only", action="store_true",
+                        help="check the hashes without recomputing")
+    show = actions.add_parser("show", parents=[common],
+                              help="print a case (manifest, model, every array) as text")
+    show.add_argument("case", metavar="CASE_DIR")
+
+
+def _regex(text: str | None, option: str) -> str | None:
+    if text is None:
+        return None
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise UsageError(f"{option}: not a regular expression: {error}") from None
+    return text
+
+
+def cmd_golden(args: argparse.Namespace, out: Output) -> int:
+    """Dispatch to build, verify or show."""
+    return {"build": _build, "verify": _verify, "show": _show}[args.golden_command](args, out)
+
+
+def _build(args: argparse.Namespace, out: Output) -> int:
+    from refinterp import golden
+
+    if args.jobs < 1:
+        raise UsageError("-j must be at least 1")
+    include, exclude = _regex(args.include, "-k"), _regex(args.exclude, "--exclude")
+    specs = golden.select(golden.read_tables(args.tables), include, exclude)
+    if not specs:
+        raise Diagnostic("no case of the tables matches", code="E0901")
+    started = time.perf_counter()
+    written = golden.build_suite(specs, args.output, jobs=args.jobs)
+    seconds = time.perf_counter() - started
+    if out.json_mode:
+        out.data({"suite": args.output, "cases": [{"id": i, "path": p, "sha256": h}
+                                                  for i, p, h in written],
+                  "seconds": round(seconds, 3)})
+        return EXIT_OK
+    out.result(f"built {len(written)} case(s) from {len(specs)} table entr"
+               f"{'y' if len(specs) == 1 else 'ies'} into {args.output} in {seconds:.1f} s")
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, out: Output) -> int:
+    from refinterp import golden
+
+    include = _regex(args.include, "-k")
+    if not Path(args.suite).is_dir():
+        raise Diagnostic(f"no suite folder '{args.suite}'", code="E0800")
+    started = time.perf_counter()
+    reports = golden.verify_suite(args.suite, recompute_cases=not args.hashes_only,
+                                  include=None if include is None else
+                                  (lambda case_id: re.search(include, case_id) is not None))
+    seconds = time.perf_counter() - started
+    bad = [r for r in reports if r.problems]
+    if out.json_mode:
+        out.data({"suite": args.suite, "checked": len(reports), "failed": len(bad),
+                  "cases": [{"id": r.id, "path": r.path, "problems": r.problems}
+                            for r in bad], "seconds": round(seconds, 3)})
+    else:
+        for report in bad:
+            for problem in report.problems:
+                out.diagnostic(Diagnostic(f"{report.id} ({report.path}): {problem}",
+                                          code="E1102"))
+        out.result(f"verified {len(reports)} case(s) in {seconds:.1f} s: "
+                   f"{len(reports) - len(bad)} sound, {len(bad)} with problems")
+    return EXIT_DIAGNOSTIC if bad else EXIT_OK
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    from refinterp import golden
+
+    folder = Path(args.case)
+    if not (folder / "case.json").is_file():
+        raise Diagnostic(f"'{folder}' is no case folder (it has no case.json)", code="E0800")
+    text = golden.show_case(folder)
+    if out.json_mode:
+        out.data({"case": str(folder), "text": text})
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

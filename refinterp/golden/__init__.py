@@ -1,0 +1,20 @@
+"""Golden fixtures: frozen, hash-verified cases of what SkriptND operators and models must
+compute, readable from any language (docs/golden.md).
+
+- `table`: case tables (TOML) -> `CaseSpec`s; `tolerance`: tolerance classes and the rule;
+- `model`: the `model.sknd` graph of an operator case;
+- `build`: computing cases and writing case folders and the suite manifest;
+- `verify`: checking hashes, recomputing, rendering a case as text.
+
+May import: everything below the top ring (and `refinterp.api`, `refinterp.io`).
+"""
+
+from refinterp.golden.build import (BuildError, build_suite, read_tables, select,
+                                    write_model_case, write_suite_manifest)
+from refinterp.golden.table import CaseSpec, TableError, read_table
+from refinterp.golden.tolerance import CLASSES, Bound, bounds, ulp_distance, within
+from refinterp.golden.verify import CaseReport, show_case, verify_suite
+
+__all__ = ["BuildError", "Bound", "CLASSES", "CaseReport", "CaseSpec", "TableError", "bounds",
+           "build_suite", "read_table", "read_tables", "select", "show_case", "ulp_distance",
+           "verify_suite", "within", "write_model_case", "write_suite_manifest"]

@@ -1,0 +1,462 @@
+"""Building golden cases: compute each case, write its folder, index the suite.
+
+A case folder (docs/golden.md, "The fixture format") holds `model.sknd`, `inputs.npz`,
+`outputs.npz` (not for an error case), `params.npz` and `updated.npz` (graphs with variables)
+and `case.json`, the manifest. The suite folder holds one folder per case,
+`<operator>/<name>/` (a model case: `model.<name>/`), and `manifest.json`.
+
+How a value is computed: the case runs on the vector engine, counting the iterations of its
+@lower formulas; up to SCALAR_LIMIT iterations it runs again on the scalar engine (the
+definition), the two must agree within the engines' documented tolerance, and the scalar
+result is the golden one. Above the limit the vector result is. Every profile other than the
+case's own is tried too; where it gives another result (or an error where the case has none,
+or the reverse), the suite gets a variant case `<name>@<profile>`.
+
+Everything written is canonical: arrays by `refinterp.io.encode_npz` (fixed bytes), JSON with
+sorted keys and a fixed layout, so that building twice gives identical bytes, in any order and
+with any number of worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+import refinterp
+import refinterp.api as api
+from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.golden.model import operator_model
+from refinterp.golden.table import CaseSpec, read_table, table_span
+from refinterp.golden.tolerance import bounds
+from refinterp.io import encode_npy, encode_npz, flatten_packs
+from refinterp.lower.engines import difference, iterations
+from refinterp.numeric.representation import kind_of
+
+FORMAT = "refinterp-golden/1"
+SUITE_FORMAT = "refinterp-golden-suite/1"
+SUITE_VERSION = 1
+SCALAR_LIMIT = 200_000
+
+
+class BuildError(GoldenDiagnostic):
+    """A case could not be built as its table says (E1101; the message names the case)."""
+
+    default_code = "E1101"
+
+
+def canonical_json(data: Any) -> str:
+    """JSON text with sorted keys, two-space indentation, ASCII only, no NaN, one final
+    newline: the only way refinterp writes a manifest."""
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """The provenance recorded in every manifest."""
+    return {"suite": str(SUITE_VERSION), "refinterp": refinterp.__version__,
+            "numpy": np.__version__, "python": platform.python_version()}
+
+
+# --------------------------------------------------------------------------- computing
+
+
+@dataclass
+class Computed:
+    """What one run of a case gave: outputs, or the diagnostic it raised."""
+
+    outputs: dict[str, Any] | None = None
+    error: api.Error | None = None
+    engine: str = ""
+    length: int = 1      # the reduction length used by the tolerance (iterations per element)
+    updated: dict[str, Any] = field(default_factory=dict)  # variables @update assigned
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, list):
+        return sum(int(np.size(v)) for v in value)
+    return int(np.size(value))
+
+
+def compute(target: Any, arrays: dict[str, Any], *, op: str | None = None,
+            attributes: dict[str, Any] | None = None, generics: tuple[str, ...] = (),
+            profile: str = "spec", params: dict[str, Any] | None = None) -> Computed:
+    """Run a case on the vector engine (counting iterations), then on the scalar engine when
+    small enough, and check that both agree."""
+    counted: list[int] = []
+
+    def count(instance: Any, how: str) -> None:
+        counted.append(iterations(instance))
+
+    def run(engine: str, log: Callable | None = None) -> api.Run:
+        return api.evaluate(target, op=op, inputs=arrays, attributes=attributes,
+                            generics=generics, profile=profile, engine=engine, params=params,
+                            log=log)
+    try:
+        fast = run("vector", count)
+    except api.Error as error:
+        try:
+            run("scalar")
+        except api.Error as scalar_error:
+            if scalar_error.code != error.code:
+                raise BuildError(f"the engines fail differently: {error.code} (vector) vs "
+                                 f"{scalar_error.code} (scalar)") from None
+            return Computed(error=scalar_error, engine="scalar")
+        raise BuildError(f"the vector engine fails ({error.code}) where the scalar engine "
+                         f"does not") from None
+    total = sum(counted)
+    length = max(1, -(-total // max(1, sum(_size(v) for v in fast.outputs.values()))))
+    if total > SCALAR_LIMIT:
+        return Computed(fast.outputs, None, "vector", length, dict(fast.updated))
+    try:
+        exact = run("scalar")
+    except api.Error as error:
+        raise BuildError(f"the scalar engine fails ({error.code}: {error.message}) where the "
+                         f"vector engine does not") from None
+    for name, value in exact.outputs.items():
+        found = difference(value, fast.outputs[name], name)
+        if found:
+            raise BuildError(f"the scalar and vector engines disagree: {found}")
+    return Computed(exact.outputs, None, "scalar", length, dict(exact.updated))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _array_entries(arrays: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {key: {"dtype": kind_of(a), "shape": list(np.shape(a)),
+                  "sha256": sha256(encode_npy(a))}
+            for key, a in flatten_packs(arrays).items()}
+
+
+def _packs(arrays: dict[str, Any]) -> dict[str, int]:
+    return {name: len(v) for name, v in arrays.items() if isinstance(v, list)}
+
+
+def _magnitude(arrays: dict[str, Any]) -> float:
+    """The largest finite magnitude among the real input arrays (1 if none)."""
+    largest = 1.0
+    for array in flatten_packs(arrays).values():
+        if array.dtype.kind == "f" and array.size:
+            finite = np.abs(array[np.isfinite(array)])
+            if finite.size:
+                largest = max(largest, float(finite.max()))
+    return largest
+
+
+class CaseWriter:
+    """Writes one case folder: files first, then case.json listing their hashes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files: dict[str, str] = {}
+        if folder.exists():
+            if not folder.is_dir() or (any(folder.iterdir()) and
+                                       not (folder / "case.json").exists()):
+                raise BuildError(f"'{folder}' exists and is no case folder; refusing to "
+                                 f"replace it", code="E0801")
+            shutil.rmtree(folder)  # an earlier build of the case
+        folder.mkdir(parents=True)
+
+    def write(self, name: str, data: bytes | str) -> None:
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        (self.folder / name).write_bytes(raw)
+        self.files[name] = sha256(raw)
+
+    def finish(self, manifest: dict[str, Any]) -> str:
+        """Write case.json; its sha256 (what the suite manifest lists)."""
+        manifest["files"] = dict(sorted(self.files.items()))
+        text = canonical_json(manifest)
+        (self.folder / "case.json").write_text(text, encoding="utf-8")
+        return sha256(text.encode("utf-8"))
+
+
+def _regenerate(spec: CaseSpec, suite: Path) -> str:
+    """The command that rebuilds the case, to run in the suite folder (so that it does not
+    depend on where the suite is)."""
+    table = Path(spec.table) if spec.table else Path("TABLE")
+    try:
+        shown = Path(os.path.relpath(table.resolve(), suite.resolve())).as_posix()
+    except ValueError:  # another drive
+        shown = table.as_posix()
+    return f"refinterp golden build {shown} -o . -k '^{re.escape(spec.id)}$'"
+
+
+def _output_types(operator: str, arrays: dict[str, Any]) -> dict[str, str]:
+    """Output dtypes for the model of an error case: the declared one, or the first input's."""
+    signature = api.signature(operator)
+    first = next(iter(flatten_packs(arrays).values()), None)
+    default = kind_of(first) if first is not None else "real"
+    result = {}
+    for parameter in signature.outputs:
+        base = parameter.type.split("[")[0].split("^")[0].strip()
+        result[parameter.name] = base if base in ("real", "int", "bool") else default
+    return result
+
+
+def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
+    """Build one case (and its profile variants) into `suite`; (id, path, case.json sha256)
+    of each folder written."""
+    arrays = spec.arrays()
+    if spec.model is not None:
+        try:
+            return [_model_case(spec, arrays, suite)]
+        except BuildError as error:
+            raise BuildError(f"case {spec.id}: {error.message}",
+                             span=table_span(spec.table, text=f'"{spec.name}"')) from None
+    try:
+        computed = compute(spec.operator, arrays, attributes=spec.attributes,
+                           generics=spec.generics, profile=spec.profile)
+        outcome = _written(spec, arrays, computed, suite)
+    except BuildError as error:
+        raise BuildError(f"case {spec.id}: {error.message}",
+                         span=table_span(spec.table, text=f'"{spec.name}"')
+                         if spec.table else None) from None
+    written = [outcome]
+    if spec.profile == "spec":
+        for profile in api.PROFILES:
+            if profile == spec.profile:
+                continue
+            other = compute(spec.operator, arrays, attributes=spec.attributes,
+                            generics=spec.generics, profile=profile)
+            if _differs(computed, other):
+                variant = replace(spec, id=f"{spec.id}@{profile}", name=f"{spec.name}@{profile}",
+                                  profile=profile,
+                                  error=None if other.error is None else
+                                  {"code": other.error.code, "message": ""})
+                written.append(_written(variant, arrays, other, suite))
+    return written
+
+
+def _differs(one: Computed, other: Computed) -> bool:
+    if (one.error is None) != (other.error is None):
+        return True
+    if one.error is not None:
+        return one.error.code != other.error.code
+    return any(not _identical(one.outputs[k], other.outputs[k]) for k in one.outputs)
+
+
+def _identical(a: Any, b: Any) -> bool:
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
+            all(_identical(x, y) for x, y in zip(a, b))
+    return encode_npy(a) == encode_npy(b)
+
+
+def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed,
+             suite: Path) -> tuple[str, str, str]:
+    """Check the outcome against the table, write the folder."""
+    if spec.error is not None:
+        if computed.error is None:
+            raise BuildError(f"the table expects error {spec.error['code']}, but the case "
+                             f"runs")
+        if computed.error.code != spec.error["code"] or \
+                not re.search(spec.error["message"], computed.error.message):
+            raise BuildError(f"the table expects {spec.error['code']} matching "
+                             f"{spec.error['message']!r}; got {computed.error.code}: "
+                             f"{computed.error.message}")
+    elif computed.error is not None:
+        raise BuildError(f"fails with {computed.error.code}: {computed.error.message}")
+    path = f"{spec.operator}/{spec.name}"
+    writer = CaseWriter(suite / path)
+    outputs = computed.outputs if computed.error is None else \
+        _output_types(spec.operator, arrays)
+    model = operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
+                           spec.generics)
+    writer.write("model.sknd", model)
+    writer.write("inputs.npz", encode_npz(arrays))
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "id": spec.id, "kind": "operator", "operator": spec.operator,
+        "attributes": spec.attributes, "generics": list(spec.generics),
+        "profile": spec.profile, "versions": versions(), "command": _regenerate(spec, suite),
+        "inputs": {name: {**entry, "spec": _spec_of(spec, name)}
+                   for name, entry in _array_entries(arrays).items()},
+        "packs": {"inputs": _packs(arrays)},
+    }
+    # the model runs as written: what another implementation is given must compute the golden
+    check = compute(api.load_source(model, path=str(suite / path / "model.sknd")), arrays,
+                    profile=spec.profile)
+    if _differs(computed, check):
+        raise BuildError("model.sknd does not compute what the operator does")
+    if computed.error is not None:
+        manifest["error"] = {"code": computed.error.code, "pattern": spec.error["message"],
+                             "message": computed.error.message}
+    else:
+        writer.write("outputs.npz", encode_npz(computed.outputs))
+        tolerance = {"class": spec.klass, "reduction_length": computed.length,
+                     **{dtype: b.as_json() for dtype, b in
+                        bounds(spec.klass, computed.length, _magnitude(arrays)).items()}}
+        if spec.reason:
+            tolerance["reason"] = spec.reason
+        manifest["outputs"] = {name: {**entry, "tolerance": tolerance}
+                               for name, entry in _array_entries(computed.outputs).items()}
+        manifest["packs"]["outputs"] = _packs(computed.outputs)
+        manifest["engine"] = computed.engine
+    digest = writer.finish(manifest)
+    return spec.id, path, digest
+
+
+def _model_case(spec: CaseSpec, arrays: dict[str, Any], suite: Path) -> tuple[str, str, str]:
+    """A whole-model case: the model's variables are random (from the case's seed)."""
+    program = api.load(spec.model)
+    try:
+        first = api.evaluate(program, inputs=arrays, random_params=True, seed=spec.params_seed,
+                             profile=spec.profile, engine="vector")
+    except api.Error as error:
+        raise BuildError(f"the model fails: {error.code}: {error.message}") from None
+    path = f"models/{spec.name}"
+    params = {k: _float32_exact(v) for k, v in first.params.items()}
+    return write_model_case(suite / path, program.path, arrays, params, spec.profile,
+                            spec.klass, spec.id, _regenerate(spec, suite),
+                            {name: _spec_of(spec, name) for name in flatten_packs(arrays)},
+                            suite_path=path)
+
+
+def _float32_exact(array: np.ndarray) -> np.ndarray:
+    """Real values rounded to float32 (and held as float64): every back end, float32 ones
+    included, then computes on exactly the same values."""
+    if array.dtype.kind != "f":
+        return array
+    return array.astype(np.float32).astype(np.float64)
+
+
+def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
+                     params: dict[str, Any], profile: str, klass: str, case_id: str,
+                     command: str, input_specs: dict[str, Any] | None = None,
+                     suite_path: str = "") -> tuple[str, str, str]:
+    """Freeze a run of a model (a file, or a folder with main.sknd and its own modules) as a
+    case folder: the model's files, inputs, params (the variables it read), outputs and
+    updated variables, and case.json. Used for whole-model cases and `eval --save-case`."""
+    source = Path(source)
+    definition, module = api.load(source).find()
+    prefix = f"{module.name}.{definition.name}."  # variables are stored relative to the graph
+    params = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in params.items()}
+    files = sorted(source.parent.glob("*.sknd")) if source.name == "main.sknd" else [source]
+    writer = CaseWriter(folder)
+    for file in files:
+        writer.write("model.sknd" if file == source else file.name, file.read_bytes())
+    copied = api.load(folder / "model.sknd")
+    computed = compute(copied, arrays, profile=profile, params=params or None)
+    if computed.error is not None:
+        raise BuildError(f"the model fails: {computed.error.code}: {computed.error.message}")
+    writer.write("inputs.npz", encode_npz(arrays))
+    if params:
+        writer.write("params.npz", encode_npz(params))
+    writer.write("outputs.npz", encode_npz(computed.outputs))
+    if computed.updated:
+        writer.write("updated.npz", encode_npz(computed.updated))
+    tolerance = {"class": klass, "reduction_length": computed.length,
+                 **{dtype: b.as_json() for dtype, b in
+                    bounds(klass, computed.length, _magnitude(arrays)).items()}}
+    inputs = _array_entries(arrays)
+    for name, entry in inputs.items():
+        if input_specs and input_specs.get(name):
+            entry["spec"] = input_specs[name]
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "id": case_id, "kind": "model", "graph": copied.find()[0].name,
+        "profile": profile, "versions": versions(), "command": command, "engine":
+        computed.engine, "inputs": inputs, "params": _array_entries(params),
+        "outputs": {name: {**entry, "tolerance": tolerance}
+                    for name, entry in _array_entries(computed.outputs).items()},
+        "updated": _array_entries(computed.updated),
+        "packs": {"inputs": _packs(arrays), "outputs": _packs(computed.outputs)},
+    }
+    digest = writer.finish(manifest)
+    return case_id, suite_path or folder.name, digest
+
+
+def _spec_of(spec: CaseSpec, flat_name: str) -> dict[str, Any]:
+    """The generator spec of a (flattened) input key."""
+    if flat_name in spec.inputs:
+        item = spec.inputs[flat_name]
+        return item.as_json() if not isinstance(item, list) else {}
+    pack, _, index = flat_name.rpartition(".")
+    return spec.inputs[pack][int(index)].as_json()
+
+
+# --------------------------------------------------------------------------- the suite
+
+
+def select(specs: Iterable[CaseSpec], include: str | None = None,
+           exclude: str | None = None) -> list[CaseSpec]:
+    """The specs whose id matches `include` and not `exclude` (regular expressions, searched)."""
+    return [s for s in specs if (include is None or re.search(include, s.id)) and
+            (exclude is None or not re.search(exclude, s.id))]
+
+
+def read_tables(paths: Iterable[str | Path]) -> list[CaseSpec]:
+    specs: list[CaseSpec] = []
+    for path in paths:
+        specs.extend(read_table(path))
+    seen: dict[str, str] = {}
+    for spec in specs:
+        if spec.id in seen:
+            raise BuildError(f"case '{spec.id}' is declared in {seen[spec.id]} and {spec.table}",
+                             code="E1100")
+        seen[spec.id] = spec.table
+    return specs
+
+
+def _build_one(args: tuple[CaseSpec, str]) -> list[tuple[str, str, str]]:
+    spec, suite = args
+    return build_case(spec, Path(suite))
+
+
+def build_suite(specs: list[CaseSpec], suite: str | Path, jobs: int = 1,
+                progress: Callable[[str], None] | None = None) -> list[tuple[str, str, str]]:
+    """Build the cases into `suite` (with `jobs` worker processes) and rewrite its
+    manifest.json; the (id, path, sha256) of every case written, sorted by id."""
+    suite = Path(suite)
+    suite.mkdir(parents=True, exist_ok=True)
+    work = [(spec, str(suite)) for spec in specs]
+    written: list[tuple[str, str, str]] = []
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for spec, result in zip(specs, pool.map(_build_one, work, chunksize=4)):
+                if progress is not None:
+                    progress(spec.id)
+                written.extend(result)
+    else:
+        for item in work:
+            if progress is not None:
+                progress(item[0].id)
+            written.extend(_build_one(item))
+    write_suite_manifest(suite)
+    return sorted(written)
+
+
+def case_folders(suite: Path) -> list[Path]:
+    """Every case folder under a suite (a folder holding case.json), sorted."""
+    return sorted(p.parent for p in suite.rglob("case.json"))
+
+
+def write_suite_manifest(suite: Path) -> dict[str, Any]:
+    """Index every case folder of the suite in manifest.json."""
+    cases = []
+    per_operator: dict[str, int] = {}
+    for folder in case_folders(suite):
+        raw = (folder / "case.json").read_bytes()
+        case = json.loads(raw)
+        cases.append({"id": case["id"], "path": folder.relative_to(suite).as_posix(),
+                      "operator": case.get("operator"),
+                      "kind": "error" if "error" in case else "value",
+                      "sha256": sha256(raw)})
+        key = case.get("operator") or case["id"]
+        per_operator[key] = per_operator.get(key, 0) + 1
+    cases.sort(key=lambda c: c["id"])
+    manifest = {"format": SUITE_FORMAT, "suite_version": SUITE_VERSION, "count": len(cases),
+                "operators": dict(sorted(per_operator.items())), "cases": cases}
+    (suite / "manifest.json").write_text(canonical_json(manifest), encoding="utf-8")
+    return manifest

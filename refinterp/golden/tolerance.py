@@ -1,0 +1,124 @@
+"""Tolerances of golden outputs, by operator class, and the one rule that applies them.
+
+docs/golden.md ("Tolerances") is the reference; this module is its implementation, shared by
+`refinterp golden` and the harness. A tolerance is stated per output and per back-end dtype
+(float64 and float32): `(ulp, rtol, atol)`.
+
+The rule, element by element, for a real output (expected value e from the golden file,
+float64; actual value a from the back end, in its own dtype d):
+
+- e is NaN: a must be NaN. e is ±inf: a must be the same infinity. Otherwise a must be finite;
+- it passes if `ulps(a, round_d(e)) <= ulp` (ULPs counted in d, where -0.0 and 0.0 are the
+  same point), or if `|a - e| <= atol + rtol * |e|` (computed in float64).
+
+An int or bool output is always exact (a == e). The classes:
+
+| class          | for                                              | ulp | rtol     | atol          |
+|----------------|--------------------------------------------------|-----|----------|---------------|
+| exact          | data movement, selection, comparisons, min/max,   | 0   | 0        | 0             |
+|                | abs, neg, sign, floor/ceil/round, int/bool        |     |          |               |
+| arithmetic     | one IEEE operation per element (+ - * / sqrt),    | 1   | 0        | 0             |
+|                | correctly rounded: 0.5 ULP, one more for double   |     |          |               |
+|                | rounding when the golden is rounded to d          |     |          |               |
+| transcendental | libm functions and short formulas of them         | 4   | 0        | 4 eps_d       |
+| reduction      | sums, means, products, contractions, norms over   | 4   | 2 n eps_d| 2 n eps_d A   |
+|                | n terms (the reduction length of the case)        |     |          |               |
+
+eps_d is the machine epsilon of d (2^-52 for float64, 2^-23 for float32); n the reduction
+length (the operator's iterations per output element, at least 1); A the largest magnitude
+among the case's real inputs (1 if there are none, at least 1). A rounding-error bound of a
+floating sum of n terms is n eps sum|x_i| (Higham, Accuracy and Stability of Numerical
+Algorithms, §4.2); 2 n eps A bounds it for terms of magnitude up to A relative to a result of
+that magnitude, and rtol covers results far from zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+CLASSES = ("exact", "arithmetic", "transcendental", "reduction")
+BACKEND_DTYPES = ("float64", "float32")
+EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps)}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One back-end dtype's tolerance: an element passes within `ulp` ULPs, or within
+    `atol + rtol * |expected|`."""
+
+    ulp: int = 0
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ulp": self.ulp, "rtol": self.rtol, "atol": self.atol}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Bound":
+        return Bound(int(data.get("ulp", 0)), float(data.get("rtol", 0.0)),
+                     float(data.get("atol", 0.0)))
+
+
+def bounds(klass: str, length: int = 1, magnitude: float = 1.0) -> dict[str, Bound]:
+    """The tolerance of class `klass` for each back-end dtype, for a reduction length `length`
+    and an input magnitude `magnitude` (both used by the reduction class only)."""
+    if klass not in CLASSES:
+        raise ValueError(f"unknown tolerance class '{klass}'; the classes are "
+                         f"{', '.join(CLASSES)}")
+    n, scale = max(int(length), 1), max(float(magnitude), 1.0)
+    result = {}
+    for dtype, eps in EPS.items():
+        if klass == "exact":
+            result[dtype] = Bound()
+        elif klass == "arithmetic":
+            result[dtype] = Bound(ulp=1)
+        elif klass == "transcendental":
+            result[dtype] = Bound(ulp=4, atol=4 * eps)
+        else:
+            result[dtype] = Bound(ulp=4, rtol=2 * n * eps, atol=2 * n * eps * scale)
+    return result
+
+
+def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """ULPs between finite values, counted in `actual`'s dtype (float32 or float64): the
+    number of representable values between them, -0.0 and 0.0 being one point. `expected` is
+    rounded to that dtype first. Returned as float64 (exact below 2^53)."""
+    dtype = np.dtype(actual.dtype)
+    ints = {4: np.int32, 8: np.int64}[dtype.itemsize]
+    ordered = []
+    for values in (np.asarray(actual, dtype), np.asarray(expected).astype(dtype)):
+        bits = values.view(ints).astype(np.int64)
+        sign_cleared = bits & np.int64(np.iinfo(ints).max)
+        ordered.append(np.where(bits < 0, -sign_cleared, sign_cleared))
+    a, e = ordered
+    same_sign = (a >= 0) == (e >= 0)
+    with np.errstate(over="ignore"):
+        close = np.abs(a - e).astype(np.float64)
+    apart = np.abs(a).astype(np.float64) + np.abs(e).astype(np.float64)
+    return np.where(same_sign, close, apart)
+
+
+def within(actual: Any, expected: Any, bound: Bound) -> np.ndarray:
+    """A boolean mask: which elements of `actual` pass against `expected` under `bound`
+    (the rule of the module docstring). Shapes must be equal; an int or bool `expected` is
+    compared exactly."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if expected.dtype.kind != "f" or actual.dtype.kind != "f":
+        return np.asarray(actual == expected)
+    e64 = expected.astype(np.float64)
+    a64 = actual.astype(np.float64)
+    finite = np.isfinite(e64)
+    passed = np.where(np.isnan(e64), np.isnan(a64), a64 == e64)  # the non-finite expectations
+    if not finite.any():
+        return passed
+    a_f, e_f = actual[finite], e64[finite]
+    ok = np.isfinite(a_f)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok &= (ulp_distance(a_f, e_f) <= bound.ulp) | \
+              (np.abs(a_f.astype(np.float64) - e_f) <= bound.atol + bound.rtol * np.abs(e_f))
+    passed = passed.copy()
+    passed[finite] = ok
+    return passed

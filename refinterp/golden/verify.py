@@ -1,0 +1,187 @@
+"""Reading a golden suite back: verifying hashes and recomputing cases (`refinterp golden
+verify`), and rendering a case as deterministic text (`refinterp golden show`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import refinterp.api as api
+from refinterp.golden.build import BuildError, Computed, compute, sha256
+from refinterp.golden.tolerance import Bound, within
+from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
+from refinterp.numeric.representation import kind_of
+from refinterp.core.diagnostics import Diagnostic
+
+
+@dataclass
+class CaseReport:
+    """What verifying one case found: `problems` is empty when the case is sound."""
+
+    id: str
+    path: str
+    problems: list[str] = field(default_factory=list)
+
+
+def load_case(folder: Path) -> dict[str, Any]:
+    """case.json of a case folder, as data."""
+    return json.loads((folder / "case.json").read_text(encoding="utf-8"))
+
+
+def case_arrays(folder: Path, name: str) -> dict[str, Any]:
+    """The arrays of `<name>.npz` in a case folder, packs regrouped as lists ({} if absent)."""
+    path = folder / f"{name}.npz"
+    if not path.exists():
+        return {}
+    reader = read_params if name == "params" else read_arrays
+    return group_packs(reader(path, f"the case's {name}.npz"))
+
+
+def check_hashes(folder: Path, case: dict[str, Any]) -> list[str]:
+    """Every file and array hash of a case against its files; what does not match."""
+    problems = []
+    for name, digest in case.get("files", {}).items():
+        path = folder / name
+        if not path.exists():
+            problems.append(f"{name} is missing")
+        elif sha256(path.read_bytes()) != digest:
+            problems.append(f"{name}: sha256 differs from case.json")
+    for section, npz in (("inputs", "inputs"), ("outputs", "outputs"), ("params", "params")):
+        entries = case.get(section, {})
+        if not entries or not (folder / f"{npz}.npz").exists():
+            continue
+        stored = read_arrays(folder / f"{npz}.npz", f"{npz}.npz")
+        for key, entry in entries.items():
+            if key not in stored:
+                problems.append(f"{npz}.npz has no array '{key}'")
+            elif sha256(encode_npy(stored[key])) != entry["sha256"]:
+                problems.append(f"{npz}.npz '{key}': sha256 differs from case.json")
+    return problems
+
+
+def recompute(folder: Path, case: dict[str, Any]) -> Computed:
+    """Run the case's model.sknd on its inputs (and params) under its profile."""
+    program = api.load(folder / "model.sknd")
+    params = case_arrays(folder, "params") or None
+    return compute(program, case_arrays(folder, "inputs"), profile=case.get("profile", "spec"),
+                   params=params)
+
+
+def drift(folder: Path, case: dict[str, Any], computed: Computed) -> list[str]:
+    """How a recomputation differs from the stored case (nothing when bit-identical)."""
+    expected_error = case.get("error")
+    if expected_error is not None:
+        if computed.error is None:
+            return [f"expected error {expected_error['code']}, but the case now runs"]
+        if computed.error.code != expected_error["code"]:
+            return [f"expected error {expected_error['code']}, now {computed.error.code}: "
+                    f"{computed.error.message}"]
+        return []
+    if computed.error is not None:
+        return [f"now fails with {computed.error.code}: {computed.error.message}"]
+    stored = case_arrays(folder, "outputs")
+    problems = []
+    now, before = flatten_packs(computed.outputs), flatten_packs(stored)
+    if set(now) != set(before):
+        return [f"outputs are now {sorted(now)}, stored {sorted(before)}"]
+    for key in sorted(before):
+        if encode_npy(now[key]) == encode_npy(before[key]):
+            continue
+        if np.shape(now[key]) != np.shape(before[key]) or now[key].dtype != before[key].dtype:
+            problems.append(f"output '{key}': now {now[key].dtype}{list(np.shape(now[key]))}, "
+                            f"stored {before[key].dtype}{list(np.shape(before[key]))}")
+            continue
+        tolerance = case["outputs"][key]["tolerance"]["float64"]
+        inside = within(now[key], before[key], Bound.from_json(tolerance)).all()
+        problems.append(f"output '{key}': {_changed(now[key], before[key])} element(s) differ "
+                        f"from the stored value ({'within' if inside else 'beyond'} its "
+                        f"float64 tolerance)")
+    return problems
+
+
+def _changed(now: np.ndarray, before: np.ndarray) -> int:
+    """How many elements differ bit for bit (NaN == NaN, -0.0 != 0.0)."""
+    if now.dtype.kind == "f":
+        return int(np.sum(now.view(np.int64) != before.view(np.int64)))
+    return int(np.sum(now != before))
+
+
+def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
+                 include: Callable[[str], bool] | None = None,
+                 progress: Callable[[str], None] | None = None) -> list[CaseReport]:
+    """Check a suite: manifest.json against the case folders, every hash, and (unless
+    `recompute_cases` is False) every case recomputed bit for bit."""
+    suite = Path(suite)
+    if (suite / "case.json").exists():  # a single case folder (eval --save-case)
+        return [_verify_case(suite, suite.name, None, recompute_cases)]
+    reports: list[CaseReport] = []
+    manifest_path = suite / "manifest.json"
+    if not manifest_path.exists():
+        return [CaseReport("<suite>", str(suite), [f"{manifest_path} is missing"])]
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    listed = {entry["path"]: entry for entry in manifest.get("cases", [])}
+    present = {p.parent.relative_to(suite).as_posix() for p in suite.rglob("case.json")}
+    for path in sorted(present - set(listed)):
+        reports.append(CaseReport(path, path, ["a case folder that manifest.json does not list"]))
+    for path, entry in sorted(listed.items()):
+        if include is not None and not include(entry["id"]):
+            continue
+        if progress is not None:
+            progress(entry["id"])
+        if path not in present:
+            reports.append(CaseReport(entry["id"], path, ["listed in manifest.json but missing"]))
+            continue
+        reports.append(_verify_case(suite / path, entry["id"], entry["sha256"],
+                                    recompute_cases, path))
+    return reports
+
+
+def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases: bool,
+                 path: str = ".") -> CaseReport:
+    """Check one case folder: case.json against `digest` (from the suite manifest, if any),
+    every hash, then (with `recompute_cases`) its values recomputed."""
+    report = CaseReport(case_id, path)
+    if digest is not None and sha256((folder / "case.json").read_bytes()) != digest:
+        report.problems.append("case.json: sha256 differs from manifest.json")
+    try:
+        case = load_case(folder)
+        report.problems.extend(check_hashes(folder, case))
+        if recompute_cases and not report.problems:
+            report.problems.extend(drift(folder, case, recompute(folder, case)))
+    except (Diagnostic, BuildError, ValueError, KeyError) as error:
+        report.problems.append(f"cannot be read or run: {error}")
+    return report
+
+
+# --------------------------------------------------------------------------- show
+
+
+def _format_array(array: np.ndarray) -> str:
+    """Every element, in a fixed layout: reals as the shortest repr that reads back exactly."""
+    array = np.asarray(array)
+    if array.dtype.kind == "f":
+        formatter = {"float_kind": lambda v: repr(float(v))}
+    else:
+        formatter = None
+    return np.array2string(array, threshold=np.inf, max_line_width=100, separator=", ",
+                           formatter=formatter)
+
+
+def show_case(folder: str | Path) -> str:
+    """A deterministic, diffable text rendering of a case: its manifest, its model and every
+    array in full."""
+    folder = Path(folder)
+    parts = ["== case.json", (folder / "case.json").read_text(encoding="utf-8").rstrip(),
+             f"== model.sknd", (folder / "model.sknd").read_text(encoding="utf-8").rstrip()]
+    for name in ("inputs", "params", "outputs", "updated"):
+        path = folder / f"{name}.npz"
+        if not path.exists():
+            continue
+        for key, array in read_arrays(path, f"{name}.npz").items():
+            parts.append(f"== {name}.npz {key}: {kind_of(array)}{list(array.shape)}")
+            parts.append(_format_array(array))
+    return "\n".join(parts) + "\n"
