@@ -26,7 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
     parser = build_parser()
-    args = parser.parse_args(expression_first(list(sys.argv[1:] if argv is None else argv)))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(expression_first(arguments))
+    args.argv = arguments  # as given (eval --save-case records the command)
     out = Output(json_mode=getattr(args, "json", False))
     run = COMMANDS[args.command]
     try:

@@ -350,7 +350,7 @@ def _save_case(args: argparse.Namespace, target: Any, op: str | None, run: Any) 
                          "(to freeze a standard operator, write a case table)")
     program = api.load(args.file, stdlib=args.stdlib)
     folder = Path(args.save_case)
-    command = "refinterp " + " ".join(_quoted(a) for a in sys.argv[1:])
+    command = "refinterp " + " ".join(_quoted(a) for a in args.argv)
     golden.write_model_case(folder, program.path, run.inputs, run.params, args.profile,
                             args.case_class, folder.name, command)
 

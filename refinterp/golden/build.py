@@ -324,6 +324,14 @@ def _model_case(spec: CaseSpec, arrays: dict[str, Any], suite: Path) -> tuple[st
                             suite_path=path)
 
 
+def relative_to_graph(program: Any, variables: dict[str, Any]) -> dict[str, Any]:
+    """Variables keyed by their name relative to the program's graph (`conv1.filter` for
+    `main.G.conv1.filter`): the keys do not depend on the model file's name."""
+    definition, module = program.find()
+    prefix = f"{module.name}.{definition.name}."
+    return {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in variables.items()}
+
+
 def _float32_exact(array: np.ndarray) -> np.ndarray:
     """Real values rounded to float32 (and held as float64): every back end, float32 ones
     included, then computes on exactly the same values."""
@@ -340,9 +348,7 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
     case folder: the model's files, inputs, params (the variables it read), outputs and
     updated variables, and case.json. Used for whole-model cases and `eval --save-case`."""
     source = Path(source)
-    definition, module = api.load(source).find()
-    prefix = f"{module.name}.{definition.name}."  # variables are stored relative to the graph
-    params = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in params.items()}
+    params = relative_to_graph(api.load(source), params)
     files = sorted(source.parent.glob("*.sknd")) if source.name == "main.sknd" else [source]
     writer = CaseWriter(folder)
     for file in files:
@@ -355,8 +361,9 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
     if params:
         writer.write("params.npz", encode_npz(params))
     writer.write("outputs.npz", encode_npz(computed.outputs))
-    if computed.updated:
-        writer.write("updated.npz", encode_npz(computed.updated))
+    updated = relative_to_graph(copied, computed.updated)
+    if updated:
+        writer.write("updated.npz", encode_npz(updated))
     tolerance = {"class": klass, "reduction_length": computed.length,
                  **{dtype: b.as_json() for dtype, b in
                     bounds(klass, computed.length, _magnitude(arrays)).items()}}
@@ -370,7 +377,7 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
         computed.engine, "inputs": inputs, "params": _array_entries(params),
         "outputs": {name: {**entry, "tolerance": tolerance}
                     for name, entry in _array_entries(computed.outputs).items()},
-        "updated": _array_entries(computed.updated),
+        "updated": _array_entries(updated),
         "packs": {"inputs": _packs(arrays), "outputs": _packs(computed.outputs)},
     }
     digest = writer.finish(manifest)

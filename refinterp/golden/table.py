@@ -174,11 +174,12 @@ def read_table(path: str | Path) -> list[CaseSpec]:
         raise TableError(f"cannot read the case table '{path}': {error}") from None
     except tomllib.TOMLDecodeError as error:
         where = re.search(r"line (\d+), column (\d+)", str(error))
-        span = None
+        source = SourceFile.read(path)
         if where:
-            source = SourceFile.read(path)
             line, col = int(where.group(1)), int(where.group(2))
-            span = Span(source, line, col, line, col + 1)
+        else:  # "at end of document"
+            line, col = source.position(len(source.text))
+        span = Span(source, line, col, line, col + 1)
         raise TableError(f"the case table is not valid TOML: {error}", span=span) from None
     return _Reader(path, data).cases()
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
-from refinterp.golden.build import BuildError, Computed, compute, sha256
+from refinterp.golden.build import BuildError, Computed, compute, relative_to_graph, sha256
 from refinterp.golden.tolerance import Bound, within
 from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
 from refinterp.numeric.representation import kind_of
@@ -50,9 +50,11 @@ def check_hashes(folder: Path, case: dict[str, Any]) -> list[str]:
             problems.append(f"{name} is missing")
         elif sha256(path.read_bytes()) != digest:
             problems.append(f"{name}: sha256 differs from case.json")
-    for section, npz in (("inputs", "inputs"), ("outputs", "outputs"), ("params", "params")):
+    for section in ("inputs", "outputs", "params", "updated"):
+        npz = section
         entries = case.get(section, {})
-        if not entries or not (folder / f"{npz}.npz").exists():
+        if not entries or not (folder / f"{npz}.npz").exists() or \
+                any(p.startswith(f"{npz}.npz") for p in problems):
             continue
         stored = read_arrays(folder / f"{npz}.npz", f"{npz}.npz")
         for key, entry in entries.items():
@@ -83,21 +85,30 @@ def drift(folder: Path, case: dict[str, Any], computed: Computed) -> list[str]:
         return []
     if computed.error is not None:
         return [f"now fails with {computed.error.code}: {computed.error.message}"]
-    stored = case_arrays(folder, "outputs")
-    problems = []
-    now, before = flatten_packs(computed.outputs), flatten_packs(stored)
+    problems = _section_drift("output", computed.outputs, case_arrays(folder, "outputs"),
+                              case.get("outputs", {}))
+    updated = relative_to_graph(api.load(folder / "model.sknd"), computed.updated)
+    problems += _section_drift("updated variable", updated, case_arrays(folder, "updated"),
+                               case.get("updated", {}))
+    return problems
+
+
+def _section_drift(what: str, computed: dict[str, Any], stored: dict[str, Any],
+                   entries: dict[str, Any]) -> list[str]:
+    now, before = flatten_packs(computed), flatten_packs(stored)
     if set(now) != set(before):
-        return [f"outputs are now {sorted(now)}, stored {sorted(before)}"]
+        return [f"{what}s are now {sorted(now)}, stored {sorted(before)}"]
+    problems = []
     for key in sorted(before):
         if encode_npy(now[key]) == encode_npy(before[key]):
             continue
         if np.shape(now[key]) != np.shape(before[key]) or now[key].dtype != before[key].dtype:
-            problems.append(f"output '{key}': now {now[key].dtype}{list(np.shape(now[key]))}, "
+            problems.append(f"{what} '{key}': now {now[key].dtype}{list(np.shape(now[key]))}, "
                             f"stored {before[key].dtype}{list(np.shape(before[key]))}")
             continue
-        tolerance = case["outputs"][key]["tolerance"]["float64"]
+        tolerance = entries.get(key, {}).get("tolerance", {}).get("float64", {})
         inside = within(now[key], before[key], Bound.from_json(tolerance)).all()
-        problems.append(f"output '{key}': {_changed(now[key], before[key])} element(s) differ "
+        problems.append(f"{what} '{key}': {_changed(now[key], before[key])} element(s) differ "
                         f"from the stored value ({'within' if inside else 'beyond'} its "
                         f"float64 tolerance)")
     return problems
@@ -152,8 +163,10 @@ def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases
         report.problems.extend(check_hashes(folder, case))
         if recompute_cases and not report.problems:
             report.problems.extend(drift(folder, case, recompute(folder, case)))
-    except (Diagnostic, BuildError, ValueError, KeyError) as error:
-        report.problems.append(f"cannot be read or run: {error}")
+    except Diagnostic as error:
+        report.problems.append(f"cannot be read or run: {error.message} [{error.code}]")
+    except (ValueError, KeyError) as error:
+        report.problems.append(f"case.json is malformed: {type(error).__name__}: {error}")
     return report
 
 
