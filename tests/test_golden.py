@@ -82,6 +82,12 @@ def test_within_applies_the_one_rule() -> None:
     assert within(np.array([3, 4]), np.array([3, 4]), Bound()).all()
     # a float32 back end: ULPs counted in float32 against the golden rounded to float32
     assert within(np.array([0.1], np.float32), np.array([0.1]), Bound()).all()
+    # a float64 golden beyond float32's range is float32's infinity; one below it, zero
+    huge, tiny = np.array([1e39, -1e39]), np.array([1e-50])
+    assert within(np.array([np.inf, -np.inf], np.float32), huge, Bound()).all()
+    assert not within(np.array([np.finfo(np.float32).max] * 2, np.float32), huge, Bound()).any()
+    assert within(np.array([0.0], np.float32), tiny, Bound()).all()
+    assert not within(np.array([np.inf]), huge[:1], Bound(ulp=4)).any()  # float64: finite
 
 
 def test_bounds_follow_the_documented_table() -> None:
@@ -368,3 +374,61 @@ def test_the_documented_tables_build(tmp_path: Path) -> None:
     written = build_suite(read_tables([model_table]), tmp_path / "suite")
     assert [w[0] for w in written] == ["models/small_cnn"]
     assert not [r for r in verify_suite(tmp_path / "suite") if r.problems]
+
+
+EDGES = """module = "layout"
+
+[classes]
+constant = "exact"
+concat = "exact"
+
+[[case]]
+op = "constant"
+name = "non_finite"
+attributes = { shape = [3], value = [nan, inf, -inf] }
+
+[[case]]
+op = "concat"
+name = "unequal"
+inputs = { inputs = ["real[2,3]", "real[1,3]"] }
+attributes = { axis = 0 }
+"""
+
+
+def test_non_finite_attributes_and_unequal_packs(tmp_path: Path) -> None:
+    table = EDGES  # TOML's own spelling of the non-finite reals
+    suite = tmp_path / "suite"
+    build_suite(read_tables([write_table(tmp_path, table)]), suite)
+    constant = suite / "layout.constant" / "non_finite"
+    assert "value = [(inf - inf), inf, -inf]" in (constant / "model.sknd").read_text()
+    out = np.load(constant / "outputs.npz")["output"]
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == -np.inf
+    assert json.loads((constant / "case.json").read_text())["attributes"]["value"] == \
+        ["nan", "inf", "-inf"]
+    concat = suite / "layout.concat" / "unequal"
+    assert "inputs: real[~, 3]..(2);" in (concat / "model.sknd").read_text()
+    inputs = np.load(concat / "inputs.npz")
+    assert np.array_equal(np.load(concat / "outputs.npz")["output"],
+                          np.concatenate([inputs["inputs.0"], inputs["inputs.1"]]))
+
+
+def test_a_failed_case_leaves_no_folder_behind(tmp_path: Path) -> None:
+    wrong = EDGES.replace('[[case]]\nop = "concat"', '[[case]]\nerror = { code = "E0307" }\n'
+                                                   'op = "concat"')
+    suite = tmp_path / "suite"
+    with pytest.raises(BuildError, match="expects error E0307"):
+        build_suite(read_tables([write_table(tmp_path, wrong)]), suite)
+    assert not (suite / "layout.concat").exists() or \
+        not list((suite / "layout.concat").iterdir())
+    build_suite(read_tables([write_table(tmp_path, EDGES)]), suite)  # the next build works
+    assert (suite / "layout.concat" / "unequal" / "case.json").exists()
+
+
+def test_rank0_bool_pack_inputs(tmp_path: Path) -> None:
+    table = ('module = "math"\n[classes]\nany_n = "exact"\n[[case]]\nop = "any_n"\n'
+             'name = "rank0"\ninputs = { xs = ["bool[]", "bool[]"] }\n')
+    suite = tmp_path / "suite"
+    build_suite(read_tables([write_table(tmp_path, table)]), suite)
+    inputs = np.load(suite / "math.any_n" / "rank0" / "inputs.npz")
+    assert np.load(suite / "math.any_n" / "rank0" / "outputs.npz")["y"] == \
+        (inputs["xs.0"] | inputs["xs.1"])

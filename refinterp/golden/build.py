@@ -25,6 +25,7 @@ import os
 import platform
 import re
 import shutil
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ import refinterp
 import refinterp.api as api
 from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.golden.model import operator_model
-from refinterp.golden.table import CaseSpec, read_table, table_span
+from refinterp.golden.table import CaseSpec, json_values, read_table, table_span
 from refinterp.golden.tolerance import bounds
 from refinterp.io import encode_npy, encode_npz, flatten_packs
 from refinterp.lower.engines import difference, iterations
@@ -157,30 +158,47 @@ def _magnitude(arrays: dict[str, Any]) -> float:
 
 
 class CaseWriter:
-    """Writes one case folder: files first, then case.json listing their hashes."""
+    """Writes one case folder atomically: the files go to a temporary sibling folder, and
+    `finish` writes case.json (listing their hashes) and puts the folder in place; `abort`
+    removes the temporary folder. An existing folder is replaced only if it is a case folder
+    (it holds case.json) or empty."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.files: dict[str, str] = {}
-        if folder.exists():
-            if not folder.is_dir() or (any(folder.iterdir()) and
-                                       not (folder / "case.json").exists()):
-                raise BuildError(f"'{folder}' exists and is no case folder; refusing to "
-                                 f"replace it", code="E0801")
-            shutil.rmtree(folder)  # an earlier build of the case
-        folder.mkdir(parents=True)
+        if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and
+                                                        not (folder / "case.json").exists())):
+            raise BuildError(f"'{folder}' exists and is no case folder; refusing to replace it",
+                             code="E0801")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        self.temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
 
     def write(self, name: str, data: bytes | str) -> None:
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        (self.folder / name).write_bytes(raw)
+        (self.temp / name).write_bytes(raw)
         self.files[name] = sha256(raw)
 
     def finish(self, manifest: dict[str, Any]) -> str:
-        """Write case.json; its sha256 (what the suite manifest lists)."""
+        """Write case.json, put the folder in place; the sha256 of case.json."""
         manifest["files"] = dict(sorted(self.files.items()))
         text = canonical_json(manifest)
-        (self.folder / "case.json").write_text(text, encoding="utf-8")
+        (self.temp / "case.json").write_text(text, encoding="utf-8")
+        os.chmod(self.temp, 0o755)  # mkdtemp makes it private
+        if self.folder.exists():
+            shutil.rmtree(self.folder)  # an earlier build of the case
+        os.replace(self.temp, self.folder)
         return sha256(text.encode("utf-8"))
+
+    def abort(self) -> None:
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _entry_span(spec: CaseSpec) -> Any:
+    """Where the table declares the case (its [[case]] or [[family]] entry)."""
+    if not spec.table:
+        return None
+    kind, number = spec.entry
+    return table_span(spec.table, kind, number) if kind else table_span(spec.table)
 
 
 def _regenerate(spec: CaseSpec, suite: Path) -> str:
@@ -215,15 +233,14 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
             return [_model_case(spec, arrays, suite)]
         except BuildError as error:
             raise BuildError(f"case {spec.id}: {error.message}",
-                             span=table_span(spec.table, text=f'"{spec.name}"')) from None
+                             span=_entry_span(spec)) from None
     try:
         computed = compute(spec.operator, arrays, attributes=spec.attributes,
                            generics=spec.generics, profile=spec.profile)
         outcome = _written(spec, arrays, computed, suite)
     except BuildError as error:
         raise BuildError(f"case {spec.id}: {error.message}",
-                         span=table_span(spec.table, text=f'"{spec.name}"')
-                         if spec.table else None) from None
+                         span=_entry_span(spec)) from None
     written = [outcome]
     if spec.profile == "spec":
         for profile in api.PROFILES:
@@ -252,7 +269,15 @@ def _identical(a: Any, b: Any) -> bool:
     if isinstance(a, list) or isinstance(b, list):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
             all(_identical(x, y) for x, y in zip(a, b))
-    return encode_npy(a) == encode_npy(b)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind != "f":
+        return bool(np.array_equal(a, b))
+    # the same reals, -0.0 apart from 0.0; any NaN equals any NaN (its sign and payload carry
+    # no meaning: `inf - inf` is a NaN with the sign bit set on x86)
+    same = ((a == b) & (np.signbit(a) == np.signbit(b))) | (np.isnan(a) & np.isnan(b))
+    return bool(same.all())
 
 
 def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed,
@@ -271,40 +296,47 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed,
         raise BuildError(f"fails with {computed.error.code}: {computed.error.message}")
     path = f"{spec.operator}/{spec.name}"
     writer = CaseWriter(suite / path)
-    outputs = computed.outputs if computed.error is None else \
-        _output_types(spec.operator, arrays)
-    model = operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
-                           spec.generics)
-    writer.write("model.sknd", model)
-    writer.write("inputs.npz", encode_npz(arrays))
-    manifest: dict[str, Any] = {
-        "format": FORMAT, "id": spec.id, "kind": "operator", "operator": spec.operator,
-        "attributes": spec.attributes, "generics": list(spec.generics),
-        "profile": spec.profile, "versions": versions(), "command": _regenerate(spec, suite),
-        "inputs": {name: {**entry, "spec": _spec_of(spec, name)}
-                   for name, entry in _array_entries(arrays).items()},
-        "packs": {"inputs": _packs(arrays)},
-    }
-    # the model runs as written: what another implementation is given must compute the golden
-    check = compute(api.load_source(model, path=str(suite / path / "model.sknd")), arrays,
-                    profile=spec.profile)
-    if _differs(computed, check):
-        raise BuildError("model.sknd does not compute what the operator does")
-    if computed.error is not None:
-        manifest["error"] = {"code": computed.error.code, "pattern": spec.error["message"],
-                             "message": computed.error.message}
-    else:
-        writer.write("outputs.npz", encode_npz(computed.outputs))
-        tolerance = {"class": spec.klass, "reduction_length": computed.length,
-                     **{dtype: b.as_json() for dtype, b in
-                        bounds(spec.klass, computed.length, _magnitude(arrays)).items()}}
-        if spec.reason:
-            tolerance["reason"] = spec.reason
-        manifest["outputs"] = {name: {**entry, "tolerance": tolerance}
-                               for name, entry in _array_entries(computed.outputs).items()}
-        manifest["packs"]["outputs"] = _packs(computed.outputs)
-        manifest["engine"] = computed.engine
-    digest = writer.finish(manifest)
+    try:
+        outputs = computed.outputs if computed.error is None else \
+            _output_types(spec.operator, arrays)
+        try:
+            model = operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
+                                   spec.generics)
+        except ValueError as error:
+            raise BuildError(f"no model.sknd can declare this case: {error}") from None
+        writer.write("model.sknd", model)
+        writer.write("inputs.npz", encode_npz(arrays))
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "id": spec.id, "kind": "operator", "operator": spec.operator,
+            "attributes": json_values(spec.attributes), "generics": list(spec.generics),
+            "profile": spec.profile, "versions": versions(), "command": _regenerate(spec, suite),
+            "inputs": {name: {**entry, "spec": _spec_of(spec, name)}
+                       for name, entry in _array_entries(arrays).items()},
+            "packs": {"inputs": _packs(arrays)},
+        }
+        # the model runs as written: what another implementation is handed computes the golden
+        check = compute(api.load_source(model, path=str(suite / path / "model.sknd")), arrays,
+                        profile=spec.profile)
+        if _differs(computed, check):
+            raise BuildError("model.sknd does not compute what the operator does")
+        if computed.error is not None:
+            manifest["error"] = {"code": computed.error.code, "pattern": spec.error["message"],
+                                 "message": computed.error.message}
+        else:
+            writer.write("outputs.npz", encode_npz(computed.outputs))
+            tolerance = {"class": spec.klass, "reduction_length": computed.length,
+                         **{dtype: b.as_json() for dtype, b in
+                            bounds(spec.klass, computed.length, _magnitude(arrays)).items()}}
+            if spec.reason:
+                tolerance["reason"] = spec.reason
+            manifest["outputs"] = {name: {**entry, "tolerance": tolerance}
+                                   for name, entry in _array_entries(computed.outputs).items()}
+            manifest["packs"]["outputs"] = _packs(computed.outputs)
+            manifest["engine"] = computed.engine
+        digest = writer.finish(manifest)
+    except BaseException:
+        writer.abort()  # no half-written case folder is left behind
+        raise
     return spec.id, path, digest
 
 
@@ -351,36 +383,40 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
     params = relative_to_graph(api.load(source), params)
     files = sorted(source.parent.glob("*.sknd")) if source.name == "main.sknd" else [source]
     writer = CaseWriter(folder)
-    for file in files:
-        writer.write("model.sknd" if file == source else file.name, file.read_bytes())
-    copied = api.load(folder / "model.sknd")
-    computed = compute(copied, arrays, profile=profile, params=params or None)
-    if computed.error is not None:
-        raise BuildError(f"the model fails: {computed.error.code}: {computed.error.message}")
-    writer.write("inputs.npz", encode_npz(arrays))
-    if params:
-        writer.write("params.npz", encode_npz(params))
-    writer.write("outputs.npz", encode_npz(computed.outputs))
-    updated = relative_to_graph(copied, computed.updated)
-    if updated:
-        writer.write("updated.npz", encode_npz(updated))
-    tolerance = {"class": klass, "reduction_length": computed.length,
-                 **{dtype: b.as_json() for dtype, b in
-                    bounds(klass, computed.length, _magnitude(arrays)).items()}}
-    inputs = _array_entries(arrays)
-    for name, entry in inputs.items():
-        if input_specs and input_specs.get(name):
-            entry["spec"] = input_specs[name]
-    manifest: dict[str, Any] = {
-        "format": FORMAT, "id": case_id, "kind": "model", "graph": copied.find()[0].name,
-        "profile": profile, "versions": versions(), "command": command, "engine":
-        computed.engine, "inputs": inputs, "params": _array_entries(params),
-        "outputs": {name: {**entry, "tolerance": tolerance}
-                    for name, entry in _array_entries(computed.outputs).items()},
-        "updated": _array_entries(updated),
-        "packs": {"inputs": _packs(arrays), "outputs": _packs(computed.outputs)},
-    }
-    digest = writer.finish(manifest)
+    try:
+        for file in files:
+            writer.write("model.sknd" if file == source else file.name, file.read_bytes())
+        copied = api.load(writer.temp / "model.sknd")
+        computed = compute(copied, arrays, profile=profile, params=params or None)
+        if computed.error is not None:
+            raise BuildError(f"the model fails: {computed.error.code}: {computed.error.message}")
+        writer.write("inputs.npz", encode_npz(arrays))
+        if params:
+            writer.write("params.npz", encode_npz(params))
+        writer.write("outputs.npz", encode_npz(computed.outputs))
+        updated = relative_to_graph(copied, computed.updated)
+        if updated:
+            writer.write("updated.npz", encode_npz(updated))
+        tolerance = {"class": klass, "reduction_length": computed.length,
+                     **{dtype: b.as_json() for dtype, b in
+                        bounds(klass, computed.length, _magnitude(arrays)).items()}}
+        inputs = _array_entries(arrays)
+        for name, entry in inputs.items():
+            if input_specs and input_specs.get(name):
+                entry["spec"] = input_specs[name]
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "id": case_id, "kind": "model", "graph": copied.find()[0].name,
+            "profile": profile, "versions": versions(), "command": command, "engine":
+            computed.engine, "inputs": inputs, "params": _array_entries(params),
+            "outputs": {name: {**entry, "tolerance": tolerance}
+                        for name, entry in _array_entries(computed.outputs).items()},
+            "updated": _array_entries(updated),
+            "packs": {"inputs": _packs(arrays), "outputs": _packs(computed.outputs)},
+        }
+        digest = writer.finish(manifest)
+    except BaseException:
+        writer.abort()  # no half-written case folder is left behind
+        raise
     return case_id, suite_path or folder.name, digest
 
 

@@ -21,8 +21,9 @@ For example, `math.add` on real[2,3] and real[3]:
     }
 
 An output whose shape is not known (an error case) is declared with its dtype only (`real`: any
-shape). A pack input `xs` of n arrays is declared `xs: real[2, 3]..(n)` and passed as `xs`; a
-pack output `ys` is declared `ys: real[2, 1]..(n)` and bound as `ys..`.
+shape). A pack input `xs` of n arrays is declared `xs: real[2, 3]..(n)` (an extent that differs
+between the items as `~`: `real[~, 3]..(2)`) and passed as `xs`; a pack output `ys` is declared
+`ys: real[2, 1]..(n)` and bound as `ys..`. A NaN attribute value is written `(inf - inf)`.
 """
 
 from __future__ import annotations
@@ -46,10 +47,17 @@ def _declaration(name: str, value: Any) -> str:
     if isinstance(value, str):
         return f"{name}: {value};"
     if isinstance(value, list):
-        types = {_type(v) for v in value}
-        if len(types) != 1:
-            raise ValueError(f"pack '{name}' holds arrays of different types: {sorted(types)}")
-        return f"{name}: {types.pop()}..({len(value)});"
+        kinds = {kind_of(v) for v in value}
+        ranks = {np.ndim(v) for v in value}
+        if len(kinds) > 1 or len(ranks) > 1:
+            raise ValueError(f"pack '{name}' mixes dtypes or ranks; a pack declaration "
+                             f"cannot hold it")
+        if not value:
+            raise ValueError(f"pack '{name}' is empty; its type cannot be declared")
+        # an extent that differs between the items is declared `~` (any extent)
+        extents = [str(e[0]) if len(set(e)) == 1 else "~"
+                   for e in zip(*(np.shape(v) for v in value))]
+        return f"{name}: {kinds.pop()}[{', '.join(extents)}]..({len(value)});"
     return f"{name}: {_type(value)};"
 
 
@@ -58,6 +66,8 @@ def _attribute(value: Any) -> str:
         return "[" + ", ".join(_attribute(v) for v in value) + "]"
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, float) and value != value:
+        return "(inf - inf)"  # SkriptND has no NaN literal; IEEE inf - inf is NaN (§2.3)
     return format_literal(value)
 
 

@@ -54,7 +54,7 @@ def table_span(path: str | Path, kind: str = "", number: int = 0, text: str = ""
         return None
     offset = 0
     if kind:
-        found = [m.start() for m in re.finditer(rf"^\s*\[\[{kind}\]\]", source.text, re.M)]
+        found = [m.start() for m in re.finditer(rf"^[ \t]*\[\[{kind}\]\]", source.text, re.M)]
         if 0 < number <= len(found):
             offset = found[number - 1]
     elif text and text in source.text:
@@ -85,7 +85,7 @@ class InputSpec:
         elif self.generator == "bool":
             data["seed"] = self.seed
         elif self.generator == "values":
-            data["values"] = _json_values(self.values)
+            data["values"] = json_values(self.values)
         return data
 
     def make(self) -> np.ndarray:
@@ -99,7 +99,7 @@ class InputSpec:
             return _array([pool[k % len(pool)] for k in range(size)], self.dtype, shape)
         rng = np.random.default_rng(self.seed)
         if self.generator == "bool" or self.dtype == "bool":
-            return rng.random(shape) < 0.5
+            return np.asarray(rng.random(shape) < 0.5)  # an array also for rank 0
         if self.dtype == "int":
             return rng.integers(int(self.low), int(self.high), shape, dtype=np.int64)
         drawn = rng.uniform(self.low, self.high, shape)
@@ -123,6 +123,7 @@ class CaseSpec:
     table: str = ""                       # the table file it came from
     model: str | None = None              # a whole-model case: the model file or folder
     params_seed: int = 0                  # its variables are random, from this seed
+    entry: tuple[str, int] = ("", 0)      # ("case" | "family", number) in the table
 
     def arrays(self) -> dict[str, Any]:
         """The input arrays (a pack as a list), in declaration order."""
@@ -137,10 +138,12 @@ def _array(values: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     return np.array(converted, dtype=numpy_dtype).reshape(shape)
 
 
-def _json_values(values: Any) -> Any:
+def json_values(values: Any) -> Any:
     """Values for JSON: non-finite reals as the strings "nan", "inf", "-inf"."""
+    if isinstance(values, dict):
+        return {k: json_values(v) for k, v in values.items()}
     if isinstance(values, (list, tuple)):
-        return [_json_values(v) for v in values]
+        return [json_values(v) for v in values]
     if isinstance(values, float) and not np.isfinite(values):
         return str(values)
     return values
@@ -267,7 +270,7 @@ class _Reader:
                         None if error is None else {"code": error["code"],
                                                     "message": error.get("message", "")},
                         entry.get("reason"), str(self.path), model,
-                        derived_seed(case_id, "params"))
+                        derived_seed(case_id, "params"), _entry_of(where))
 
     def input(self, spec: Any, case_id: str, name: str, domain: list[float],
               where: str) -> InputSpec | list[InputSpec]:
@@ -339,6 +342,11 @@ class _Reader:
                     case["reason"] = "the family's class"
                 result.append(self.case(case, where))
         return result
+
+
+def _entry_of(where: str) -> tuple[str, int]:
+    found = re.match(r"(case|family) #(\d+)", where)
+    return (found.group(1), int(found.group(2))) if found else ("", 0)
 
 
 def _rotated(pool: tuple, shape: tuple[int, ...], k: int) -> list:
