@@ -152,3 +152,36 @@ def test_int_of_an_infinite_real_takes_the_closure_path() -> None:
         assert caught.value.code == "E0503" and "int(inf)" in caught.value.message
         finite = api.evaluate(program, inputs={"x": np.array([2.5, -3.5])}, engine=engine)
         assert finite.outputs["y"].tolist() == [2, -3]  # truncation toward zero, times 1
+
+
+# ------------------------------------------------------------- operations by the numeric rules
+# (issue 25 A: generated code calls the functions rules.binary_function etc. resolve per kind;
+# special values and NumPy expectations in tests/test_codegen_numeric.py)
+
+
+@pytest.mark.parametrize("path, definition", LOWERED,
+                         ids=[f"{p.stem}:{d.name}" for p, d in LOWERED])
+def test_generated_path_equals_closure_path_under_khronos(path: Path, definition) -> None:
+    """The corpus again under the khronos profile (C division and modulo, fmod, std::min/max,
+    mixed int and real promoted), where other specialized functions are resolved."""
+    from refinterp.numeric import rules
+
+    for seed in range(2):
+        inv, arrays = invocation(definition, seed)
+        results = []
+        for generated in (True, False):
+            try:
+                instance = instantiate(definition, inv)
+                copies = {k: [a.copy() for a in v] if isinstance(v, list) else v.copy()
+                          for k, v in arrays.items()}
+                results.append(("ok", run_lowering(instance, copies, rules.KHRONOS,
+                                                   generated=generated)))
+            except Diagnostic as diag:
+                results.append(("error", diag.message))
+        fast, slow = results
+        assert fast[0] == slow[0], (fast, slow)
+        if fast[0] == "ok":
+            for name, value in fast[1].items():
+                np.testing.assert_array_equal(np.asarray(value), np.asarray(slow[1][name]))
+        else:
+            assert fast[1] == slow[1]

@@ -89,6 +89,12 @@ def test_verbose_names_each_formulas_path_and_why() -> None:
                  log=lambda instance, how: logged.append(how))
     assert "generated code after folding" in logged[0]  # substitution folds
     logged.clear()
-    api.evaluate("math.argmax_nd", inputs={"input": np.ones((3, 4))}, attributes={"axes": [1]},
-                 engine="scalar", log=lambda instance, how: logged.append(how))
-    assert "tree walk (not generated: pack output; not folded: output)" in logged[0]
+    program = api.load_source("""operator f {
+    @input { x: real[n]; }
+    @output { ys: real[n]..(2); }
+    @lower { ys[i] += x[i], i < n; }
+}""")  # a packed assignment that updates stays on the tree walk
+    api.evaluate(program, inputs={"x": np.ones(3)}, engine="scalar",
+                 log=lambda instance, how: logged.append(how))
+    assert "tree walk (not generated: packed update; folded, still not generated: " \
+           "packed update)" in logged[0]

@@ -1,18 +1,26 @@
 """Fast path of the scalar engine: a formula compiled to Python source (nested `for` loops over
-flat lists), for the common subset where every index is a single int and every operand type is
-known. The result must equal the closure path of `scalar.py` exactly (same loop order, same
-operations in the same order, same numeric rules), which tests/test_codegen.py checks; anything
-outside the subset returns None and runs on the closure path. A formula refused as written is
+flat lists; a pack of tensors is a list of them), for the common subset where every index is a
+single int and every operand type is known. The result must equal the closure path of
+`scalar.py` exactly (same loop order, same operations in the same order, same numeric rules),
+which tests/test_codegen.py checks; anything outside the subset returns None and runs on the
+closure path. A formula refused as written is
 first partially evaluated in its instance (refinterp.lower.fold: packed indices expanded,
 selects and `??` on compile-time values decided, pack locals inlined) and tried again.
 
-Arithmetic `+ - *` and comparisons are inlined only when both operands have the same type, where
-Python's own int and float operations are the spec's (exact ints, IEEE reals); every other
-operation calls refinterp.numeric.rules, as the closure path does.
+Every operation, cast and built-in function is resolved once per formula, for the kinds of its
+operands, by refinterp.numeric.rules (`binary_function`, `unary_function`, `cast_function`,
+`builtin_function`): the very function the closure path's generic `rules.binary` etc. call for
+values of those kinds, bound to a kernel variable before the loops and called per element. It is
+inlined only where a Python operator is that function: `+ - *` on two ints or two reals (exact
+ints, IEEE reals), comparisons of one type, unary `- + !`, the logical operators on bools, real
+`/` by a non-zero compile-time constant, and casts of a value to its own type. Kinds are "int",
+"real", "bool" and the int kinds that may be int(±inf) (rules.INT_OR_INF ...: `int(real)`), on
+which only comparisons and unary `-` are inlined (`rules.IntInfinity` implements those).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -30,9 +38,6 @@ from refinterp.numeric.representation import kind_of
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
 
-INLINE = {"+": "+", "-": "-", "*": "*", "<": "<", "<=": "<=", ">": ">", ">=": ">=",
-          "==": "==", "!=": "!="}
-
 
 class Unsupported(Exception):
     """The formula is outside the generated subset; the closure path runs it."""
@@ -44,6 +49,22 @@ class OutOfRange(Exception):
     def __init__(self, access: int, position: tuple, indices: dict) -> None:
         super().__init__(access)
         self.access, self.position, self.indices = access, position, indices
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where an access finds its elements: the source of a flat list and its kind; per
+    dimension the extent and the stride, each an int, or the source of a lookup by the item
+    index when an item of a pack of tensors chosen at run time decides it; `least`, each
+    dimension's smallest extent (what is provably in range); and what an index out of range
+    says."""
+
+    flat: str
+    kind: str
+    extents: tuple[int | str, ...]
+    strides: tuple[int | str, ...]
+    least: tuple[int, ...]
+    message: str
 
 
 class Generator(ExprVisitor[tuple[str, str]]):
@@ -59,8 +80,10 @@ class Generator(ExprVisitor[tuple[str, str]]):
         self.indices = {r.name: r.bound for r in formula.indices}
         self.locals: dict[str, str] = {}  # local name -> kind
         self.constants: list[Any] = []
-        self.accesses: list[tuple[ast.Node, str]] = []
-        self.tensors: dict[str, str] = {}  # tensor name -> variable of its flat list
+        self.accesses: list[tuple[ast.Node, str]] = []  # (node, message) of each range check
+        # tensor name -> variable of its flat list (a list of them for a pack of tensors)
+        self.tensors: dict[str, str] = {}
+        self.prologue: dict[str, str] = {}  # variable -> its definition before the loops
         self.lines: list[str] = []
         self.temp = 0
 
@@ -81,6 +104,106 @@ class Generator(ExprVisitor[tuple[str, str]]):
         if name not in self.tensors:
             self.tensors[name] = f"T_{len(self.tensors)}"
         return self.tensors[name], array
+
+    def pack(self, name: str) -> tuple[str, list[np.ndarray]]:
+        """The variable of a pack of tensors (a list of flat lists, one per item) and its
+        arrays: a non-empty pack whose items have one kind."""
+        arrays = self.arrays.get(name)
+        if not isinstance(arrays, list) or not arrays or \
+                not all(isinstance(a, np.ndarray) for a in arrays):
+            raise Unsupported("pack of tensors")
+        if len({kind_of(a) for a in arrays}) != 1:
+            raise Unsupported("pack item types")
+        if name not in self.tensors:
+            self.tensors[name] = f"T_{len(self.tensors)}"
+        return self.tensors[name], arrays
+
+    def item_variable(self, pack: str, item: int) -> str:
+        """A variable holding the flat list of one item of a pack, bound before the loops."""
+        variable = f"{pack}_{item}"
+        self.prologue[variable] = f"{variable} = {pack}[{item}]"
+        return variable
+
+    def layout(self, flat: str, arrays: list[np.ndarray], item: str | None,
+               message: str) -> Layout:
+        """The layout of `flat`: the array, or the item of `arrays` that `item` (a source)
+        picks at run time; their ranks must agree, and where their shapes differ, extent and
+        stride are looked up by `item`."""
+        if len({a.ndim for a in arrays}) != 1:
+            raise Unsupported("pack item ranks")
+
+        def per_item(values: list[int]) -> int | str:
+            return values[0] if len(set(values)) == 1 else f"{tuple(values)!r}[{item}]"
+
+        ndim = arrays[0].ndim
+        extents = tuple(per_item([a.shape[d] for a in arrays]) for d in range(ndim))
+        strides = tuple(per_item([int(np.prod(a.shape[d + 1:])) for a in arrays])
+                        for d in range(ndim))
+        least = tuple(min(a.shape[d] for a in arrays) for d in range(ndim))
+        return Layout(flat, kind_of(arrays[0]), extents, strides, least, message)
+
+    def tensor_layout(self, name: str) -> Layout:
+        """The layout of a tensor accessed by name."""
+        flat, array = self.tensor(name)
+        return self.layout(flat, [array], None, f"an index is out of range for '{name}' of "
+                                                f"shape {list(array.shape)}")
+
+    def item_layout(self, base: ast.Subscript, node: ast.Node) -> Layout:
+        """The layout of `xs[k]`, one item of a pack of tensors: k one int, range-checked before
+        the element's indices are computed, as on the tree walk (scalar.py `pack_item`), unless
+        provably in range."""
+        if not isinstance(base.base, ast.Name) or len(base.items) != 1 or base.trailing_comma \
+                or isinstance(base.items[0], (ast.Slice, ast.Expand, ast.Bounded)):
+            raise Unsupported("pack item")
+        name = base.base.name
+        pack, arrays = self.pack(name)
+        index = self.index_value(base.items[0])
+        if index.lstrip("-").isdigit():  # a compile-time item: that array's own layout
+            item = int(index)
+            if not 0 <= item < len(arrays):
+                raise Unsupported("pack item out of range")  # the tree walk reports it
+            array = arrays[item]
+            return self.layout(self.item_variable(pack, item), [array], None,
+                               f"an index is out of range for item {item} of '{name}' of "
+                               f"shape {list(array.shape)}")
+        if not index.isidentifier():  # computed once: it may select extents and strides too
+            temp = self.fresh()
+            self.lines.append(f"{temp} = {index}")
+            index = temp
+        if not self.in_range(base.items[0], len(arrays)):
+            self.check(node, name, index, len(arrays),
+                       f"a pack item is out of range for the {len(arrays)} tensors of '{name}'")
+        return self.layout(f"{pack}[{index}]", arrays, index,
+                           f"an index is out of range for an item of '{name}'")
+
+    def interval(self, node: ast.Expr) -> tuple[int, int] | None:
+        """The least and the greatest value an int index expression takes over the loops, for
+        one made of index symbols, compile-time ints and `+ - *` (None for any other)."""
+        if isinstance(node, ast.Name) and node.name in self.indices:
+            bound = self.indices[node.name]
+            return None if isinstance(bound, tuple) else (0, bound - 1)
+        if isinstance(node, ast.Binary) and node.op in ("+", "-", "*"):
+            left, right = self.interval(node.left), self.interval(node.right)
+            if left is None or right is None:
+                return None
+            if node.op == "+":
+                return left[0] + right[0], left[1] + right[1]
+            if node.op == "-":
+                return left[0] - right[1], left[1] - right[0]
+            products = [a * b for a in left for b in right]
+            return min(products), max(products)
+        try:
+            folded = self.compile_time(node)
+        except Unsupported:
+            return None
+        if folded is None or folded[1] != "int":
+            return None
+        return int(folded[0]), int(folded[0])
+
+    def in_range(self, node: ast.Expr, extent: int) -> bool:
+        """The int index expression is provably in range(extent) in every iteration."""
+        interval = self.interval(node)
+        return interval is not None and 0 <= interval[0] and interval[1] < extent
 
     def compile_time(self, node: ast.Expr) -> tuple[str, str] | None:
         names = free_names(node)
@@ -120,17 +243,50 @@ class Generator(ExprVisitor[tuple[str, str]]):
         raise Unsupported(node.name)
 
     def visit_Subscript(self, node: ast.Subscript) -> tuple[str, str]:
+        lookup = self.constant_lookup(node)
+        if lookup is not None:
+            return lookup
         return self.access(node)
 
+    def constant_lookup(self, node: ast.Subscript) -> tuple[str, str] | None:
+        """`p[k]` of a compile-time pack `p` of scalars of one type (`zero_point[i__1]`, an
+        attribute) and a runtime int `k`: an item of a constant tuple, indexed as the closure
+        path indexes it; only where `k` is provably within the pack (else the closure path runs
+        and reports it). None when `p` is not compile-time (a tensor access)."""
+        names = free_names(node.base)
+        if names & (set(self.indices) | set(self.locals) | set(self.arrays)) or any(
+                isinstance(self.instance.symbols.get(n), TensorValue) for n in names):
+            return None
+        if len(node.items) != 1 or node.trailing_comma or \
+                isinstance(node.items[0], (ast.Slice, ast.Expand)):
+            raise Unsupported("pack indexing")
+        try:
+            pack = evaluate(node.base, self.instance.environment(self.profile))
+        except Diagnostic:
+            raise Unsupported("compile-time error") from None
+        types = set(map(type, pack)) if isinstance(pack, tuple) else set()
+        if len(types) != 1 or not types <= {bool, int, float}:
+            raise Unsupported("non-scalar constant")
+        position, kind = self.visit(node.items[0])
+        interval = self.interval(node.items[0])
+        if kind != "int" or interval is None or \
+                not (-len(pack) <= interval[0] and interval[1] < len(pack)):
+            raise Unsupported("pack index")
+        return f"{self.constant(pack)}[{position}]", \
+            {bool: "bool", int: "int", float: "real"}[types.pop()]
+
     def visit_Unary(self, node: ast.Unary) -> tuple[str, str]:
+        """`-x`, `+x`, `!x`: rules.unary is Python's `-`, identity and `not` on the kinds it
+        accepts (int(±inf) negates itself); the closure path reports the others."""
         operand, kind = self.visit(node.operand)
-        if node.op == "-" and kind in ("int", "real"):
-            return f"(-{operand})", kind
-        if node.op == "+" and kind in ("int", "real"):
-            return operand, kind
-        if node.op == "!" and kind == "bool":
-            return f"(not {operand})", "bool"
-        raise Unsupported(node.op)
+        rule = rules.unary_function(node.op, kind, self.profile)
+        if rule.kind is None:
+            raise Unsupported(f"'{node.op}' on {kind}")
+        if node.op == "-":
+            return f"(-{operand})", rule.kind
+        if node.op == "+":
+            return operand, rule.kind
+        return f"(not {operand})", rule.kind
 
     def visit_Select(self, node: ast.Select) -> tuple[str, str]:
         if node.otherwise is None:
@@ -139,13 +295,16 @@ class Generator(ExprVisitor[tuple[str, str]]):
         emitted = len(self.lines)
         then, then_kind = self.visit(node.then)
         other, other_kind = self.visit(node.otherwise)
-        if kind != "bool" or then_kind != other_kind:
+        # branches of different types have no kind before they run (the closure path selects
+        # values as they are); int kinds differ by the int(±inf) they may be
+        result = rules.select_kind(then_kind, other_kind)
+        if kind != "bool" or result is None:
             raise Unsupported("select")
         if len(self.lines) != emitted:
             # a guard or range check in a branch must only act when that branch is
             # taken (the closure path evaluates just the chosen branch)
             raise Unsupported("checks inside a branch")
-        return f"({then} if {cond} else {other})", then_kind
+        return f"({then} if {cond} else {other})", result
 
     def visit_Builtin(self, node: ast.Builtin) -> tuple[str, str]:
         return self.call(node.name, node.args)
@@ -165,49 +324,125 @@ class Generator(ExprVisitor[tuple[str, str]]):
     visit_Substitute = visit_Member = unsupported
 
     def visit_Binary(self, node: ast.Binary) -> tuple[str, str]:
+        """`a op b` by rules.binary_function for the operands' kinds (mixed ones converted as
+        the profile says): inline where Python's operator is that rule, else a call."""
         left, left_kind = self.visit(node.left)
         right, right_kind = self.visit(node.right)
-        if left_kind != right_kind:
-            raise Unsupported("mixed operand types")  # the closure path reports it
-        op = node.op
-        if op in ("+", "-", "*") and left_kind in ("int", "real"):
-            return f"({left} {op} {right})", left_kind
-        if op in ("<", "<=", ">", ">=", "==", "!="):
-            return f"({left} {INLINE[op]} {right})", "bool"
-        if left_kind == "bool" and op in ("&&", "||", "^", "=>"):
+        rule = rules.binary_function(node.op, left_kind, right_kind, self.profile)
+        if rule.kind is None:  # an error in every iteration: the closure path reports it
+            raise Unsupported(f"'{node.op}' on {left_kind} and {right_kind}")
+        op = rules.OP_ALIASES.get(node.op, node.op)
+        same = left_kind == right_kind
+        if op in ("+", "-", "*") and same and left_kind in ("int", "real"):
+            return f"({left} {op} {right})", rule.kind
+        if op in rules.COMPARISON_OPS and \
+                rules.kind_type(left_kind) == rules.kind_type(right_kind):  # none converted
+            return f"({left} {op} {right})", rule.kind
+        if op in ("&&", "||", "^", "=>"):  # of two bools
             # both operands are evaluated, as on the closure path (no short circuit)
             source = {"&&": f"({left} & {right})", "||": f"({left} | {right})",
                       "^": f"({left} != {right})", "=>": f"((not {left}) or {right})"}[op]
-            return source, "bool"
-        if op in ("/", "\\", "%", "**", "<<", ">>") and left_kind in ("int", "real"):
-            return f"BIN({op!r}, {left}, {right}, P)", left_kind
-        raise Unsupported(op)
+            return source, rule.kind
+        if op == "/" and same and left_kind == "real" and \
+                self.constant_value(right) not in (None, 0.0):
+            # rules.real_divide is Python's `/` but for a zero divisor
+            return f"({left} / {right})", rule.kind
+        return f"{self.bound(rule.function)}({left}, {right})", rule.kind
 
     def call(self, name: str, args: tuple[ast.Expr, ...]) -> tuple[str, str]:
-        """A cast or a one-argument built-in function, by the numeric rules."""
+        """A cast or a one-argument built-in function, by the numeric rules (the function
+        rules.cast_function / builtin_function gives for the operand's kind)."""
         target = self.instance.dtypes.get(name, name)
         if len(args) != 1:
             raise Unsupported("arguments")
         operand, kind = self.visit(args[0])
         if target in CASTS:
-            if target == "str":
-                raise Unsupported("str")
-            # int(real) may give an int(±inf) sentinel, which Python's int operators do not
-            # know: its kind matches no inlined operation, so the formula takes the closure path
-            kind = "int~" if target == "int" and kind == "real" else target
-            return f"CAST({target!r}, {operand}, P)", kind
-        result = kind if name in ("abs", "sign") else "real"
-        return f"BUILTIN({name!r}, {operand}, P)", result
+            if target == rules.kind_type(kind):  # a no-op (§2.4) on a generated Python value
+                return operand, kind
+            rule = rules.cast_function(target, kind, self.profile)
+        else:
+            rule = rules.builtin_function(name, kind, self.profile)
+        if rule.kind is None:  # an error in every iteration: the closure path reports it
+            raise Unsupported(f"'{name}' of {kind}")
+        return f"{self.bound(rule.function)}({operand})", rule.kind
+
+    def bound(self, function: Callable) -> str:
+        """A kernel variable holding `function`, bound once before the loops (a local is read
+        faster than `K[n]`)."""
+        for n, known in enumerate(self.constants):
+            if known is function and f"F_{n}" in self.prologue:
+                return f"F_{n}"
+        source = self.constant(function)
+        name = f"F_{len(self.constants) - 1}"
+        self.prologue[name] = f"{name} = {source}"
+        return name
+
+    def constant_value(self, source: str) -> Any:
+        """The value of a compile-time real constant's source `K[n]`, else None."""
+        if source.startswith("K[") and source.endswith("]") and source[2:-1].isdigit():
+            return self.constants[int(source[2:-1])]
+        return None
+
+    def update(self, op: str, flat: str, out_kind: str, kind: str, body: list[str]) -> str:
+        """Append the lines combining `v` (of `kind`) with the output's element `{flat}[o]` by
+        the update operator `op` (`=` keeps `v`), as the closure path's `combine` and `checked`
+        (scalar.py) do; the result has the output's kind, else Unsupported."""
+        if op not in ("=", ":="):
+            if op not in UPDATE_OPS:
+                raise Unsupported(op)
+            rule = rules.binary_function(UPDATE_OPS[op], out_kind, kind, self.profile)
+            if rule.kind is None:
+                raise Unsupported(op)
+            if kind == out_kind and op in ("+=", "*=") and kind in ("int", "real"):
+                body.append(f"v = {flat}[o] {UPDATE_OPS[op]} v")
+            elif kind == out_kind and op in ("&=", "|="):  # of two bools
+                body.append(f"v = {flat}[o] {'and' if op == '&=' else 'or'} v")
+            else:
+                body.append(f"v = {self.bound(rule.function)}({flat}[o], v)")
+            kind = rule.kind
+        if out_kind == "int" and kind != "int" and rules.kind_type(kind) == "int":
+            # a value that may be int(±inf): stored, it saturates
+            body.append("if v.__class__ is not int: v = MAX if v > 0 else MIN")
+            kind = "int"
+        if kind != out_kind:  # the closure path reports it
+            raise Unsupported("value type")
+        return kind
 
     def access(self, node: ast.Subscript) -> tuple[str, str]:
-        if not isinstance(node.base, ast.Name):
+        """An element of a tensor `x[..]`, of an item of a pack of tensors `xs[k][..]`, or an
+        item of a pack of scalars chosen at run time `[a, b, ..][j]` (left so by fold)."""
+        base = node.base
+        if isinstance(base, ast.ListExpr):
+            return self.pick(node)
+        if isinstance(base, ast.Subscript):
+            layout = self.item_layout(base, node)
+        elif isinstance(base, ast.Name):
+            layout = self.tensor_layout(base.name)
+        else:
             raise Unsupported("access base")
-        flat, array = self.tensor(node.base.name)
-        offset = self.offset(node, node.base.name, array)
-        return f"{flat}[{offset}]", kind_of(array)
+        offset = self.offset(node, layout)
+        return f"{layout.flat}[{offset}]", layout.kind
 
-    def offset(self, node: ast.Subscript, name: str, array: np.ndarray) -> str:
+    def pick(self, node: ast.Subscript) -> tuple[str, str]:
+        """`[a, b, ..][j]`: every item computed (as the tree walk computes the whole pack), then
+        the one j picks; j must be provably in range (the tree walk has no diagnostic for it)."""
+        items = node.base.items
+        if len(node.items) != 1 or node.trailing_comma or \
+                any(isinstance(i, (ast.Expand, ast.Range)) for i in items):
+            raise Unsupported("pack indexing")
+        emitted = len(self.lines)
+        sources = [self.visit(i) for i in items]
+        position = node.items[0]
+        index = self.index_value(position)
+        if len({kind for _, kind in sources}) != 1 or not self.in_range(position, len(items)):
+            raise Unsupported("pack index")
+        if len(self.lines) != emitted:  # a check would act before the items left of it
+            raise Unsupported("checks inside a pack")
+        return f"({''.join(f'{s}, ' for s, _ in sources)})[{index}]", sources[0][1]
+
+    def offset(self, node: ast.Subscript, layout: Layout) -> str:
         """Source of the flat offset, emitting guards and range checks before use."""
+        ndim = len(layout.extents)
         dims: list[tuple[str, bool]] = []  # (index source, provably in range)
         for item in node.items:
             if isinstance(item, ast.Expand) and item.count is None and \
@@ -217,51 +452,63 @@ class Generator(ExprVisitor[tuple[str, str]]):
                 name_, bounds = item.operand.name, self.indices[item.operand.name]
                 for k, bound in enumerate(bounds):
                     dimension = len(dims)
-                    extent = array.shape[dimension] if dimension < array.ndim else -1
+                    extent = layout.least[dimension] if dimension < ndim else -1
                     dims.append((f"I_{name_}_{k}", bound <= extent))
                 continue
             if isinstance(item, (ast.Expand, ast.Slice)):
                 raise Unsupported("expanded index")
-            dims.append(self.single_index(item, array, len(dims), name, node))
-        if len(dims) != array.ndim:
+            emitted = len(self.lines)
+            index, provable = self.single_index(item, layout, len(dims))
+            if len(self.lines) != emitted:
+                # this index guards or checks: the indices left of it (which may fail) are
+                # computed first, as on the tree walk
+                for k, (previous, proven) in enumerate(dims):
+                    if not (previous.isidentifier() or previous.lstrip("-").isdigit()):
+                        temp = self.fresh()
+                        self.lines.insert(emitted, f"{temp} = {previous}")
+                        emitted += 1
+                        dims[k] = (temp, proven)
+            dims.append((index, provable))
+        if len(dims) != ndim:
             raise Unsupported("rank")
         terms = []
         for dimension, (index, provable) in enumerate(dims):
             if not provable:
                 temp = self.fresh()
                 self.lines.append(f"{temp} = {index}")
-                self.check(node, name, temp, array.shape[dimension])
+                self.check(node, "", temp, layout.extents[dimension], layout.message)
                 index = temp
-            stride = int(np.prod(array.shape[dimension + 1:]))
+            stride = layout.strides[dimension]
             terms.append(index if stride == 1 else f"{index} * {stride}")
         return " + ".join(terms) if terms else "0"
 
-    def single_index(self, item: ast.Expr, array: np.ndarray, dimension: int, name: str,
-                     node: ast.Node) -> tuple[str, bool]:
-        if dimension >= array.ndim:
+    def single_index(self, item: ast.Expr, layout: Layout, dimension: int) -> tuple[str, bool]:
+        """(Source, provably in range) of one index; a guard `|e|` skips or remaps here."""
+        if dimension >= len(layout.extents):
             raise Unsupported("rank")
-        extent = array.shape[dimension]
+        extent, least = layout.extents[dimension], layout.least[dimension]
         if isinstance(item, ast.Bounded):
             value = self.index_value(item.index)
             temp = self.fresh()
             self.lines.append(f"{temp} = {value}")
             if item.lower is None:
                 self.lines.append(f"if not 0 <= {temp} < {extent}: continue")
-            else:
-                low, high = self.index_value(item.lower), self.index_value(item.upper)
-                self.lines.append(f"if {temp} < 0: {temp} = {low}")
-                self.lines.append(f"elif {temp} >= {extent}: {temp} = {high}")
-            return temp, True
-        value = self.index_value(item)
-        provable = (isinstance(item, ast.Name) and item.name in self.indices
-                    and isinstance(self.indices[item.name], int)
-                    and self.indices[item.name] <= extent)
-        if value.lstrip("-").isdigit():
-            provable = 0 <= int(value) < extent
-        return value, provable
+                return temp, True
+            low, high = self.index_value(item.lower), self.index_value(item.upper)
+            self.lines.append(f"if {temp} < 0: {temp} = {low}")
+            self.lines.append(f"elif {temp} >= {extent}: {temp} = {high}")
+            # a remapped value is checked like any index, unless both are in range
+            return temp, self.in_range(item.lower, least) and self.in_range(item.upper, least)
+        return self.index_value(item), self.in_range(item, least)
 
-    def check(self, node: ast.Node, name: str, temp: str, extent: int) -> None:
-        self.accesses.append((node, name))
+    def check(self, node: ast.Node, name: str, temp: str, extent: int | str,
+              message: str | None = None) -> None:
+        """A range check of `temp`, reported as `message` (by default, of tensor `name`)."""
+        if message is None:
+            array = self.arrays.get(name)
+            shape = f" of shape {list(array.shape)}" if isinstance(array, np.ndarray) else ""
+            message = f"an index is out of range for '{name}'{shape}"
+        self.accesses.append((node, message))
         names = ", ".join(f"{n!r}: {self.index_tuple(n)}" for n in self.indices)
         self.lines.append(f"if not 0 <= {temp} < {extent}: "
                           f"raise OOR({len(self.accesses) - 1}, ({temp},), {{{names}}})")
@@ -283,10 +530,6 @@ class Generator(ExprVisitor[tuple[str, str]]):
 
     def generate(self) -> str:
         formula = self.formula
-        if formula.item is not None or not isinstance(self.arrays.get(formula.output),
-                                                      np.ndarray):
-            raise Unsupported("pack output")
-
         body: list[str] = []
         for local in formula.locals:
             source, kind = self.visit(local.value)
@@ -299,29 +542,69 @@ class Generator(ExprVisitor[tuple[str, str]]):
             if kind != "bool":
                 raise Unsupported("condition")
             body.append(f"if not {cond}: continue")
+        target = ast.Subscript(ast.Name(formula.output), formula.access, span=formula.node.span)
+        if formula.item is None and isinstance(self.arrays.get(formula.output), list):
+            body.extend(self.packed_store(target))
+            return self.kernel(body)
         value, kind = self.visit(formula.value)
         body.extend(self.take())
-        out_flat, out_array = self.tensor(formula.output)
-        out_kind = kind_of(out_array)
-        target = ast.Subscript(ast.Name(formula.output), formula.access, span=formula.node.span)
-        offset = self.offset(target, formula.output, out_array)
+        body.append(f"v = {value}")  # the value, then where it goes, as on the tree walk
+        if formula.item is None:
+            layout = self.tensor_layout(formula.output)
+        else:  # `ys[k][..] = ..`
+            item = ast.Subscript(ast.Name(formula.output), (formula.item,), span=target.span)
+            layout = self.item_layout(item, target)
+        out_flat, out_kind = layout.flat, layout.kind
+        offset = self.offset(target, layout)
         body.extend(self.take())
-        if kind != out_kind:
-            raise Unsupported("value type")
         body.append(f"o = {offset}")
-        body.append(f"v = {value}")
-        op = formula.op
-        if op in ("+=", "*=") and kind in ("int", "real"):
-            body.append(f"v = {out_flat}[o] {UPDATE_OPS[op]} v")
-        elif op in ("&=", "|=") and kind == "bool":
-            body.append(f"v = {out_flat}[o] {'and' if op == '&=' else 'or'} v")
-        elif op in ("<=", ">="):
-            body.append(f"v = BIN({UPDATE_OPS[op]!r}, {out_flat}[o], v, P)")
-        elif op not in ("=", ":="):
-            raise Unsupported(op)
+        kind = self.update(formula.op, out_flat, out_kind, kind, body)
         if out_kind == "int":
             body.append("if not MIN <= v <= MAX: raise OVERFLOW(v)")
         body.append(f"{out_flat}[o] = v")
+        return self.kernel(body)
+
+    def packed_store(self, target: ast.Subscript) -> list[str]:
+        """The lines of a packed assignment `ys[..] = v` (`=` or `:=`; §2.12): the value (one
+        for every item, or a pack `[v0, v1, ..]` of one per item), then each item's position,
+        then the writes, as the tree walk's update of several cells. Its position is resolved
+        once, against no extent, so a guard `|e|` (which would skip here) is refused."""
+        formula = self.formula
+        pack, arrays = self.pack(formula.output)
+        if formula.op not in ("=", ":=") or \
+                any(isinstance(i, ast.Bounded) for i in formula.access):
+            raise Unsupported("packed update")
+        value = formula.value
+        if isinstance(value, ast.ListExpr):
+            if len(value.items) != len(arrays) or \
+                    any(isinstance(i, (ast.Expand, ast.Range)) for i in value.items):
+                raise Unsupported("packed values")
+            values = []
+            for j, item in enumerate(value.items):  # each computed before the next's checks
+                source, kind = self.visit(item)
+                self.lines.append(f"v{j} = {source}")
+                values.append((f"v{j}", kind))
+        else:
+            source, kind = self.visit(value)
+            self.lines.append(f"v = {source}")
+            values = [("v", kind)] * len(arrays)
+        writes = []
+        for j, (array, (name, kind)) in enumerate(zip(arrays, values)):
+            flat = self.item_variable(pack, j)
+            layout = self.layout(flat, [array], None,
+                                 f"an index is out of range for item {j} of "
+                                 f"'{formula.output}' of shape {list(array.shape)}")
+            if kind != layout.kind:
+                raise Unsupported("value type")
+            self.lines.append(f"o{j} = {self.offset(target, layout)}")
+            if kind == "int":
+                self.lines.append(f"if not MIN <= {name} <= MAX: raise OVERFLOW({name})")
+            writes.append(f"{flat}[o{j}] = {name}")
+        return self.take() + writes
+
+    def kernel(self, body: list[str]) -> str:
+        """The source of the kernel: the body inside the formula's loops."""
+        formula = self.formula
         loops = []
         for r in formula.indices:  # declaration order, row-major within a packed index
             if isinstance(r.bound, tuple):
@@ -331,6 +614,7 @@ class Generator(ExprVisitor[tuple[str, str]]):
                 loops.append(f"for I_{r.name} in range({r.bound}):")
         source = ["def kernel(" + ", ".join(["K", "BIN", "CAST", "BUILTIN", "P", "OOR", "OVERFLOW",
                                              "MIN", "MAX", *self.tensors.values()]) + "):"]
+        source.extend(f"    {line}" for line in self.prologue.values())
         depth = 1
         for loop in loops:
             source.append("    " * depth + loop)
@@ -389,23 +673,24 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
     names = list(generator.tensors)
 
     def run() -> None:
-        flats = [arrays[name].ravel().tolist() for name in names]
+        # a flat list per tensor, a list of them per pack of tensors
+        flats = [[a.ravel().tolist() for a in arrays[name]] if isinstance(arrays[name], list)
+                 else arrays[name].ravel().tolist() for name in names]
         try:
             kernel(generator.constants, rules.binary, rules.cast, rules.builtin, profile,
                    OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
         except OutOfRange as error:
-            node, name = generator.accesses[error.access]
-            shape = list(arrays[name].shape)
-            raise fail(node, f"an index is out of range for '{name}' of shape {shape}",
-                       error.indices) from None
+            node, message = generator.accesses[error.access]
+            raise fail(node, message, error.indices) from None
         except IntOverflow as error:
             raise fail(formula.node, f"the int result {error.value} does not fit in int64",
                        None) from None
         except rules.NumericError as error:
             raise fail(formula.node, error.message, None) from None
-        output = names.index(formula.output)
-        target = arrays[formula.output]
-        target[...] = np.array(flats[output], dtype=target.dtype).reshape(target.shape)
+        output, target = flats[names.index(formula.output)], arrays[formula.output]
+        pairs = zip(target, output) if isinstance(target, list) else [(target, output)]
+        for array, flat in pairs:  # the output, or every item of an output pack
+            array[...] = np.array(flat, dtype=array.dtype).reshape(array.shape)
 
     return run
 

@@ -17,6 +17,7 @@ when it cannot fail and cannot skip (`droppable`); anything outside what is fold
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from typing import Any
 
@@ -24,15 +25,17 @@ import numpy as np
 
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.binding import free_names
-from refinterp.language.expr import evaluate
+from refinterp.language.expr import evaluate, fold_pack
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.values import NULL, TensorValue
 from refinterp.lower.plan import Formula, IndexRange
 from refinterp.numeric import rules
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor
+from refinterp.syntax.visitor import ExprVisitor, children
 
 Folded = Any  # an ast.Expr (one value), a list of ast.Expr (a pack of known length), or NULL
+
+MAX_FOLD_ITEMS = 64  # a longer fold stays on the tree walk: its chain would nest too deeply
 
 
 class _Refuse(Exception):
@@ -71,8 +74,6 @@ class _Folder(ExprVisitor[Any]):
 
     def fold(self) -> Formula:
         formula = self.formula
-        if formula.item is not None:
-            raise _Refuse("pack item output")
         taken = self.runtime | set(self.symbols)
         indices: list[IndexRange] = []
         for r in formula.indices:
@@ -96,9 +97,10 @@ class _Folder(ExprVisitor[Any]):
             if value is NULL:
                 raise _Refuse("null local")
             if isinstance(value, list):
-                if not all(self.droppable(v, bounded=True) for v in value):
-                    raise _Refuse("pack local")
-                self.packs[local.name] = value  # inlined where it is used
+                if all(self.droppable(v, bounded=True) for v in value):
+                    self.packs[local.name] = value  # inlined where it is used
+                else:  # one scalar local per item, computed where the pack is
+                    self.packs[local.name] = self.split_local(local, value, taken, locals_)
             else:
                 self.scalar_locals.add(local.name)
                 locals_.append(replace(local, value=value))
@@ -111,14 +113,40 @@ class _Folder(ExprVisitor[Any]):
                 cond = None  # a compile-time true condition: nothing to evaluate
             condition = cond
         value = self.expr(formula.value)
-        if value is NULL or isinstance(value, list):
-            raise _Refuse("value")
-        target = self.arrays.get(formula.output)
-        if not isinstance(target, np.ndarray):
-            raise _Refuse("output")
         access = self.index_items(formula.access)
-        return replace(formula, access=tuple(access), value=value, locals=tuple(locals_),
-                       indices=tuple(indices), condition=condition)
+        item, value = self.store(value, access)
+        return replace(formula, item=item, access=tuple(access), value=value,
+                       locals=tuple(locals_), indices=tuple(indices), condition=condition)
+
+    def store(self, value: Folded, access: list[ast.Expr]) -> tuple[ast.Expr | None, ast.Expr]:
+        """The folded pack item and value of the formula's store: into a tensor; into one item
+        of a pack of tensors (`ys[k][..] = v`, k one int); or into every item of a pack
+        (`ys[..] = v`, packed assignment: v one value for all items, or a pack of one value
+        per item, kept as a ListExpr)."""
+        formula = self.formula
+        target = self.arrays.get(formula.output)
+        if value is NULL:
+            raise _Refuse("value")
+        if formula.item is None and isinstance(target, np.ndarray):
+            if isinstance(value, list):
+                raise _Refuse("value")
+            return None, value
+        if not _tensor_pack(target):
+            raise _Refuse("output")
+        if formula.item is not None:
+            item = self.expr(formula.item)
+            if item is NULL or isinstance(item, list) or isinstance(value, list):
+                raise _Refuse("pack item output")
+            return item, value
+        # the tree walk resolves a packed assignment's position once, against no extent: a
+        # guard `|e|` there never skips, unlike one where codegen compiles it
+        if any(isinstance(i, ast.Bounded) for i in access):
+            raise _Refuse("guarded index of a pack")
+        if isinstance(value, list):
+            if len(value) != len(target):
+                raise _Refuse("pack lengths")
+            value = ast.ListExpr(tuple(value), span=formula.value.span)
+        return None, value
 
     # ------------------------------------------------------------------ expressions
 
@@ -216,8 +244,6 @@ class _Folder(ExprVisitor[Any]):
                 if node.otherwise is None:
                     raise _Refuse("select without else")
                 then, other = self.expr(node.then), self.expr(node.otherwise)
-                if not (self.droppable_folded(then) and self.droppable_folded(other)):
-                    raise _Refuse("elementwise select")
                 if then is NULL or other is NULL:
                     raise _Refuse("null branch")
                 result = []
@@ -228,6 +254,15 @@ class _Folder(ExprVisitor[Any]):
                             raise _Refuse("pack lengths")
                         chosen = chosen[k]
                     result.append(chosen)
+                # the items not taken are dropped; those taken are computed in item order
+                # rather than branch by branch, so none of them may skip
+                taken = {id(v) for v in result}
+                dropped = [v for branch in (then, other)
+                           for v in (branch if isinstance(branch, list) else [branch])
+                           if id(v) not in taken]
+                if not all(self.droppable(v, bounded=True) for v in dropped) or \
+                        any(self.may_skip(v) for v in result):
+                    raise _Refuse("elementwise select")
                 return result
             raise _Refuse("select condition")
         cond = self.expr(node.cond)
@@ -289,27 +324,41 @@ class _Folder(ExprVisitor[Any]):
         value = self.expr(item.operand)
         if value is NULL:
             raise _Refuse("null expand")
+        if item.count is None:
+            return value if isinstance(value, list) else [value]
+        # `e..(n)`: a pack is spliced as it is, one value repeated int(n) times (a bool n
+        # includes it or not: `0 ..(!squeeze)`); only a compile-time n
+        count = self.expr(item.count)
+        if not isinstance(count, (ast.IntLiteral, ast.BoolLiteral)):
+            raise _Refuse("count")
         if isinstance(value, list):
             return value
-        if item.count is None:
-            return [value]
-        count = self.expr(item.count)
-        if not isinstance(count, ast.IntLiteral) or count.value < 0:
-            raise _Refuse("count")
-        return [value] * count.value
+        if count.value <= 0 and not self.droppable(value, bounded=True):
+            raise _Refuse("count")  # computed by the closure path, then dropped
+        return [value] * max(int(count.value), 0)
 
     def visit_Subscript(self, node: ast.Subscript) -> Folded:
         base = node.base
+        # [constructs of folds/':'/lookups] `x[i, :]` on a tensor: a pack of accesses
+        if isinstance(base, ast.Name) and isinstance(self.arrays.get(base.name), np.ndarray) \
+                and any(isinstance(i, ast.Slice) for i in node.items):
+            return self.full_access(node, self.arrays[base.name])
         if isinstance(base, ast.Name) and base.name in self.arrays:
             array = self.arrays[base.name]
             if array is NULL:
                 return NULL  # an absent optional input reads as null; its indices unused
             if not isinstance(array, np.ndarray):
-                raise _Refuse("pack of tensors")
+                return self.whole_pack(node, array)
             return replace(node, items=tuple(self.index_items(node.items)))
         if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
                 base.base.name in self.arrays:
-            raise _Refuse("pack item")
+            return self.pack_item(node)
+        # [constructs of folds/':'/lookups] a compile-time pack indexed by a runtime int
+        if self.compile_time(base) and len(node.items) == 1 and not node.trailing_comma and \
+                not isinstance(node.items[0], ast.Slice):
+            lookup = self.constant_lookup(node)
+            if lookup is not None:
+                return lookup
         # indexing a pack: an index pack, a pack local, a compile-time pack
         pack = self.expr(base)
         if not isinstance(pack, list) or len(node.items) != 1 or node.trailing_comma:
@@ -337,7 +386,49 @@ class _Folder(ExprVisitor[Any]):
                 all(isinstance(p, ast.IntLiteral) and not isinstance(p.value, bool)
                     and -len(pack) <= p.value < len(pack) for p in position):
             return [pack[p.value] for p in position]
-        raise _Refuse("pack index")
+        return self.pick(node, pack, position)
+
+    def pick(self, node: ast.Subscript, pack: list[ast.Expr], position: Folded) -> Folded:
+        """`p[j]`: one item of a folded pack chosen at run time by an index symbol j (`offs[ni]`,
+        `z[ni]`, `i[j]`), kept as `[..][j]` for codegen. The tree walk evaluates the whole pack,
+        so every item must be droppable; and j must be in range, its bound at most len(p)."""
+        if not (isinstance(position, ast.Name) and position.name in self.bounds and
+                self.bounds[position.name] <= len(pack)) or \
+                not all(self.droppable(v) for v in pack):
+            raise _Refuse("pack index")
+        return replace(node, base=ast.ListExpr(tuple(pack), span=node.base.span),
+                       items=(position,))
+
+    def pack_item(self, node: ast.Subscript) -> Folded:
+        """`xs[k][..]`: an element of one item of a pack of tensors, k one int (range-checked
+        where it runs, as on the tree walk)."""
+        base = node.base
+        if len(base.items) != 1 or base.trailing_comma:
+            raise _Refuse("pack item")
+        pack = self.arrays[base.base.name]
+        if pack is NULL:
+            return NULL  # an absent optional pack reads as null; item and indices unused
+        if not _tensor_pack(pack):
+            raise _Refuse("pack item")
+        item = self.expr(base.items[0])
+        if item is NULL or isinstance(item, list):
+            raise _Refuse("pack item")
+        return replace(node, base=replace(base, items=(item,)),
+                       items=tuple(self.index_items(node.items)))
+
+    def whole_pack(self, node: ast.Subscript, pack: Any) -> Folded:
+        """`xs[..]` on a whole pack of tensors: that element of every item, in item order (a
+        pack), as the item accesses `xs[0][..]`, `xs[1][..]`, ..."""
+        if not _tensor_pack(pack):
+            raise _Refuse("pack of tensors")
+        items = self.index_items(node.items)
+        # the tree walk resolves this position once, against no extent: a guard `|e|` never
+        # skips there, unlike one in an item access
+        if any(isinstance(i, ast.Bounded) for i in items):
+            raise _Refuse("guarded index of a pack")
+        return [ast.Subscript(ast.Subscript(node.base, (ast.IntLiteral(j, span=node.span),),
+                                            span=node.span), tuple(items), span=node.span)
+                for j in range(len(pack))]
 
     def visit_Substitute(self, node: ast.Substitute) -> Folded:
         """`p[k] <- v` on a folded pack `p` with compile-time positions: the pack with those
@@ -380,7 +471,108 @@ class _Folder(ExprVisitor[Any]):
             result.extend(value if isinstance(value, list) else [value])
         return result
 
+    # ------------------------------------------------------------------ folds, ':', lookups
+
+    def visit_Fold(self, node: ast.Fold) -> Folded:
+        """`p op ..` of a folded pack: the left-deep chain `(p0 op p1) op p2 ..`, which is what
+        `expr.fold_pack` computes with the closure path's `binary` (one item: the item itself,
+        no operation; an empty pack: fold_pack's value for it). Only `+ * && || << >>`, not
+        cumulative (a comparison fold stops at its first false pair). The closure path computes
+        every item before the first operation and the chain interleaves them, so items that
+        may skip are refused (an operation before them could fail first)."""
+        if node.cumulative or node.op not in ("+", "*", "&&", "||", "<<", ">>"):
+            raise _Refuse(f"fold '{node.op} ..'")
+        pack = self.expr(node.operand)
+        if pack is NULL:
+            return NULL
+        if not isinstance(pack, list) or len(pack) > MAX_FOLD_ITEMS or \
+                any(self.may_skip(v) for v in pack):
+            raise _Refuse("fold operand")
+        if not pack:
+            # an empty sum of a tensor access is 0 or 0.0 by the tensor's type
+            # (FormulaRunner.item_kind); other operands give the int 0
+            if isinstance(node.operand, ast.Subscript):
+                raise _Refuse("empty fold of an access")
+            return self.constant(fold_pack(node.op, (), False, "any", None), node)
+        result = pack[0]
+        for item in pack[1:]:
+            result = ast.Binary(node.op, result, item, span=node.span)
+        return result
+
+    def full_access(self, node: ast.Subscript, array: np.ndarray) -> list[ast.Expr]:
+        """`x[i, :]`: the pack of its values along the ':' dimensions, row-major, as one access
+        each (the closure path computes the position once, then reads them in that order).
+        Guarded indices beside ':' are refused; with no values at all, the other indices are
+        dropped, so they must be droppable."""
+        marks: list[ast.Expr | None] = []  # None marks a ':' dimension
+        for item in node.items:
+            if isinstance(item, ast.Slice):
+                if (item.start, item.stop, item.step) != (None, None, None):
+                    raise _Refuse("slice index")  # a diagnostic on the closure path
+                marks.append(None)
+            else:
+                marks.extend(self.index_items((item,)))
+        fixed = [m for m in marks if m is not None]
+        if len(marks) != array.ndim or any(self.guarded(m) for m in fixed):
+            raise _Refuse("':' index")
+        ranges = [range(extent) if m is None else (m,) for m, extent in zip(marks, array.shape)]
+        accesses = [replace(node, items=tuple(ast.IntLiteral(p, span=node.span)
+                                              if isinstance(p, int) else p for p in position))
+                    for position in itertools.product(*ranges)]
+        if not accesses and not all(self.droppable(m) for m in fixed):
+            raise _Refuse("':' index")
+        return accesses
+
+    def constant_lookup(self, node: ast.Subscript) -> Folded | None:
+        """`p[k]` of a compile-time pack `p` of scalars of one type and one runtime int `k`
+        (`zero_point[i[channel_axis]]`): kept with `k` folded, for the constant lookup of
+        refinterp.lower.codegen; None where `k` folds to a pack or a literal (pack indexing)."""
+        try:
+            pack = evaluate(node.base, self.instance.environment(self.profile))
+        except Diagnostic:
+            raise _Refuse("compile-time error") from None
+        if pack is NULL:
+            return NULL  # the closure path does not compute the position
+        position = self.expr(node.items[0])
+        if position is NULL or isinstance(position, (list, ast.IntLiteral, ast.BoolLiteral)):
+            return None
+        if not isinstance(pack, tuple) or not pack or \
+                len({type(v) for v in pack}) != 1 or type(pack[0]) not in (bool, int, float):
+            raise _Refuse("constant pack")
+        return replace(node, items=(position,))
+
+    def split_local(self, local: ast.LocalAssign, items: list[ast.Expr], taken: set[str],
+                    locals_: list[ast.LocalAssign]) -> list[ast.Expr]:
+        """A pack local that may fail (`r = real(i[axes]) * scale + offset`) as one scalar
+        local `r__k` per item, appended to `locals_` in item order: every item is still
+        computed once per iteration, where the closure path computes the pack. Items that may
+        skip are refused (the closure path computes the whole pack before a later item's skip;
+        the split form could fail in an earlier item first). Returns the names standing for
+        the items."""
+        if any(self.may_skip(v) for v in items):
+            raise _Refuse("pack local")
+        names: list[ast.Expr] = []
+        for k, item in enumerate(items):
+            name = f"{local.name}__{k}"
+            if name in taken:
+                raise _Refuse("name clash")
+            taken.add(name)
+            self.scalar_locals.add(name)
+            locals_.append(replace(local, name=name, value=item))
+            names.append(ast.Name(name, span=local.span))
+        return names
+
     # ------------------------------------------------------------------ what may be dropped
+
+    @staticmethod
+    def guarded(node: ast.Node) -> bool:
+        """The (folded) node holds a guarded index `|e|`, at its top or below."""
+        return isinstance(node, ast.Bounded) or any(_Folder.guarded(c) for c in children(node))
+
+    def may_skip(self, node: ast.Expr) -> bool:
+        """Computing the (folded) node may skip the iteration: it holds a guarded index below
+        its top (one at its top is a value, only resolved where it indexes)."""
+        return any(self.guarded(c) for c in children(node))
 
     def droppable_folded(self, value: Folded) -> bool:
         if value is NULL:
@@ -422,3 +614,9 @@ class _Folder(ExprVisitor[Any]):
             return node.op in ("+", "-", "*") and self.int_expr(node.left) and \
                 self.int_expr(node.right)
         return False
+
+
+def _tensor_pack(value: Any) -> bool:
+    """A pack of tensors that codegen can index: a non-empty list of arrays."""
+    return isinstance(value, list) and bool(value) and \
+        all(isinstance(a, np.ndarray) for a in value)

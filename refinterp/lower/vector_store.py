@@ -194,7 +194,8 @@ class Stores:
         """view <- view (op) result, by the update operator's pairwise rule."""
         if self.kind == "real" and self.op in ("+=", "*="):
             ufunc = np.add if self.op == "+=" else np.multiply
-            ufunc(view, result, out=view)  # IEEE + and *: rules.binary's real rule
+            with np.errstate(all="ignore"):  # inf - inf, 0 * inf: NaN, as IEEE says
+                ufunc(view, result, out=view)  # IEEE + and *: rules.binary's real rule
             return
         try:
             view[...] = A.binary(UPDATE_OPS[self.op], view, result, self.profile)

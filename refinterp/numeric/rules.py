@@ -18,14 +18,17 @@ Python float, `bool` a Python bool (kept distinct from int: `type(x) is bool`), 
 `int(inf)` / `int(-inf)` are the sentinels `INT_POS_INF` / `INT_NEG_INF`. Callers pass Python
 scalars (convert NumPy integer and bool scalars first: they are not recognised as int / bool).
 The functions are pure; a violated rule raises `NumericError`, to which the caller attaches the
-source span.
+source span. Each rule is also given specialized to the kinds of its operands (`binary_function`
+..., see "specialized rules" below): the function generated code calls per element.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from dataclasses import dataclass
-from typing import Callable, Literal, Union
+from typing import Callable, Literal, NamedTuple, Union
 
 import numpy as np
 
@@ -61,6 +64,11 @@ class Profile:
     mixed_int_real: Literal["error", "promote"] = "error"  # int op real at run time: error, or
     #   the int converted to real (C++ promotion; in comparisons also a bool with a number, as 0/1)
     description: str = ""
+
+    def __hash__(self) -> int:
+        """By name (equal profiles have equal names): cheap, as the specialized-rule caches
+        (`binary_function` ...) hash a profile on every generic `binary` call."""
+        return hash(self.name)
 
 
 SPEC = Profile(
@@ -179,6 +187,68 @@ def kind(value: object) -> str:
     return type(value).__name__
 
 
+# ----------------------------------------------------------------------------- specialized rules
+#
+# Every rule of this module is also available specialized to the kinds of its operands
+# (`binary_function`, `unary_function`, `cast_function`, `builtin_function`): the function that
+# computes it on values of those kinds, and the kind of its result. The generic entry points
+# (`binary`, `unary`, `cast`, `builtin`) choose that function by the kinds of their arguments and
+# call it, so each rule has one definition; generated code (refinterp.lower.codegen) resolves it
+# once per formula and calls it per element. The kinds are those of `kind`, except that "int"
+# means an int that is never int(±inf), "int~" (`INT_OR_INF`) one that may be either, "int~+"
+# one that may be int(inf) only and "int~-" int(-inf) only (`a >> 0` is never int(-inf)).
+
+INT_OR_INF = "int~"
+# the int kinds by the sentinels their values may be: "+" int(inf), "-" int(-inf)
+_INT_KINDS: dict[frozenset[str], str] = {
+    frozenset(): "int", frozenset("+"): "int~+", frozenset("-"): "int~-",
+    frozenset("+-"): INT_OR_INF}
+_SENTINELS: dict[str, frozenset[str]] = {k: signs for signs, k in _INT_KINDS.items()}
+
+
+class Specialized(NamedTuple):
+    """A rule for given operand kinds: `function` computes it on values of those kinds; `kind`
+    is the kind of its result, or None when the operation is undefined on those kinds (then
+    `function` raises its NumericError on any value)."""
+
+    function: Callable[..., Scalar]
+    kind: str | None
+
+
+def _raising(message: str) -> Specialized:
+    def fail(*operands: Scalar) -> Scalar:
+        raise NumericError(message)
+    return Specialized(fail, None)
+
+
+def _same(x: Scalar) -> Scalar:
+    return x
+
+
+_KIND_OF_TYPE = {bool: "bool", int: "int", float: "real", str: "str", IntInfinity: INT_OR_INF}
+
+
+def _dispatch_kind(value: object) -> str:
+    """The kind a generic entry point chooses the specialized rule by (`kind`, but "int~" for
+    int(±inf)); the type lookup first, as it is on every generic call."""
+    return _KIND_OF_TYPE.get(type(value)) or kind(value)
+
+
+def kind_type(kind_: str) -> str:
+    """The type of a kind, for the type rules and messages ("int~" is an int)."""
+    return "int" if kind_ in _SENTINELS else kind_
+
+
+def select_kind(a: str, b: str) -> str | None:
+    """The kind of a value that is one of kind `a` or of kind `b` (a select's branches): an
+    int kind may be the sentinels of either; None for different types."""
+    if a == b:
+        return a
+    if a in _SENTINELS and b in _SENTINELS:
+        return _INT_KINDS[_SENTINELS[a] | _SENTINELS[b]]
+    return None
+
+
 # ----------------------------------------------------------------------------- integers
 
 
@@ -197,33 +267,82 @@ def _trunc_quotient(a: int, b: int) -> int:
     return quotient if (a < 0) == (b < 0) else -quotient
 
 
+def _by_zero(what: str, a: int, op: str) -> NumericError:
+    return NumericError(f"integer {what} by zero ({_show(a)} {op} 0)")
+
+
+def _floor_divide(a: int, b: int) -> int:
+    """int `/` under spec: floor."""
+    if b == 0:
+        raise _by_zero("division", a, "/")
+    return a // b
+
+
+def _trunc_divide(a: int, b: int) -> int:
+    """int `/` under khronos: C truncation toward zero."""
+    if b == 0:
+        raise _by_zero("division", a, "/")
+    return _trunc_quotient(a, b)
+
+
+def _ceil_divide(a: int, b: int) -> int:
+    """int `\\` under spec: ceiling."""
+    if b == 0:
+        raise _by_zero("division", a, "\\")
+    return -(-a // b)
+
+
+def _away_divide(a: int, b: int) -> int:
+    """int `\\` under khronos: away from zero."""
+    if b == 0:
+        raise _by_zero("division", a, "\\")
+    quotient = -(-abs(a) // abs(b))
+    return quotient if (a < 0) == (b < 0) else -quotient
+
+
+def _floor_modulo(a: int, b: int) -> int:
+    """int `%` consistent with floor `/`: a - b * (a // b), which is Python's int `%`."""
+    if b == 0:
+        raise _by_zero("modulo", a, "%")
+    return a % b
+
+
+def _trunc_modulo(a: int, b: int) -> int:
+    """int `%` consistent with truncating `/` (C `%`)."""
+    if b == 0:
+        raise _by_zero("modulo", a, "%")
+    return a - b * _trunc_quotient(a, b)
+
+
+_INT_DIVIDE = {"floor": _floor_divide, "trunc": _trunc_divide}      # by Profile.int_division
+_INT_CEIL_DIVIDE = {"ceil": _ceil_divide, "away": _away_divide}     # Profile.int_ceil_division
+_INT_MODULO = {"floor": _floor_modulo, "trunc": _trunc_modulo}      # by Profile.int_division
+
+
 def int_divide(a: int, b: int, profile: Profile = SPEC) -> int:
     """`a / b` on ints. §2.4: "the regular operator / rounds downwards" (floor); khronos: C
     truncation toward zero. Division by zero is a NumericError in both."""
-    if b == 0:
-        raise NumericError(f"integer division by zero ({_show(a)} / 0)")
-    if profile.int_division == "trunc":
-        return _trunc_quotient(a, b)
-    return a // b
+    return _INT_DIVIDE[profile.int_division](a, b)
 
 
 def int_ceil_divide(a: int, b: int, profile: Profile = SPEC) -> int:
     """`a \\ b` on ints. §2.4: "division with rounding upwards" (ceiling); khronos: away from
     zero (`sknd::rt::ceil_div`: (x ± (|y|-1)) / y in C). Division by zero is an error."""
-    if b == 0:
-        raise NumericError(f"integer division by zero ({_show(a)} \\ 0)")
-    if profile.int_ceil_division == "away":
-        quotient = -(-abs(a) // abs(b))
-        return quotient if (a < 0) == (b < 0) else -quotient
-    return -(-a // b)
+    return _INT_CEIL_DIVIDE[profile.int_ceil_division](a, b)
 
 
 def int_modulo(a: int, b: int, profile: Profile = SPEC) -> int:
     """`a % b` on ints, consistent with `/`: a == b * (a / b) + a % b. spec: floored (the sign of
     the divisor, 0 <= a % b < b for b > 0); khronos: C `%` (the sign of the dividend)."""
-    if b == 0:
-        raise NumericError(f"integer modulo by zero ({_show(a)} % 0)")
-    return a - b * int_divide(a, b, profile)
+    return _INT_MODULO[profile.int_division](a, b)
+
+
+def _int_multiply(a: int, b: int) -> int:
+    """int `*`, exact, within the compile-time size limit."""
+    if a.bit_length() + b.bit_length() - 1 > MAX_INT_BITS:  # the product has at least this
+        raise NumericError(f"a product of a {a.bit_length()}-bit and a {b.bit_length()}-bit "
+                           f"int exceeds the compile-time integer limit of {MAX_INT_BITS} bits")
+    return a * b
 
 
 def int_power(a: int, b: int, profile: Profile = SPEC) -> int:
@@ -280,11 +399,21 @@ def real_modulo(a: float, b: float, profile: Profile = SPEC) -> float:
     """`a % b` on reals (the spec lists `%` for int only, but its own §4.2.2 `mod` operator
     applies it to `T: num`). Decision: spec: floored, x - y*floor(x/y) with the sign of y (like
     int `%`; NumPy `remainder`); khronos: C `fmod` (the sign of x). x % 0.0 is nan in both."""
-    if b == 0.0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
-        return math.nan
-    if profile.real_modulo == "fmod":
-        return math.fmod(a, b)
-    return a % b  # Python's float % is floored: fmod, then + b if the signs differ
+    return _REAL_MODULO[profile.real_modulo](a, b)
+
+
+def _real_remainder(remainder: Callable[[float, float], float]) -> Callable[[float, float], float]:
+    """real `%` with `remainder` where both rules agree on nan (x % 0.0, inf % y, nan)."""
+    def modulo(a: float, b: float) -> float:
+        if b == 0.0 or math.isnan(b) or not math.isfinite(a):
+            return math.nan
+        return remainder(a, b)
+    modulo.__name__ = f"real_modulo_{remainder.__name__}"
+    return modulo
+
+
+# by Profile.real_modulo; Python's float % is floored: fmod, then + b if the signs differ
+_REAL_MODULO = {"floor": _real_remainder(operator.mod), "fmod": _real_remainder(math.fmod)}
 
 
 def real_ceil_divide(a: float, b: float, profile: Profile = SPEC) -> float:
@@ -303,24 +432,30 @@ def real_power(a: float, b: float) -> float:
             return float(np.power(np.float64(a), np.float64(b)))
 
 
-def _minimum(a: Number, b: Number, profile: Profile = SPEC) -> Number:
-    """`a << b` (§2.4: minimum). Decision with a NaN operand: spec: NaN; khronos: `std::min(a,
-    b)`, i.e. `b < a ? b : a`, which gives the left operand. Equal operands give the left one."""
-    if profile.min_max_nan == "propagate" and (_is_nan(a) or _is_nan(b)):
-        return math.nan
+def _minimum(a: Number, b: Number) -> Number:
+    """`a << b` (§2.4: minimum) as `std::min(a, b)`: `b < a ? b : a`. Equal operands give the
+    left one; with a NaN operand, the left one. Ints (int(±inf) included) in both profiles,
+    reals under khronos."""
     return b if b < a else a
 
 
-def _maximum(a: Number, b: Number, profile: Profile = SPEC) -> Number:
-    """`a >> b` (§2.4: maximum). Decision with a NaN operand: spec: NaN; khronos: `std::max(a,
-    b)`, i.e. `a < b ? b : a`, which gives the left operand. Equal operands give the left one."""
-    if profile.min_max_nan == "propagate" and (_is_nan(a) or _is_nan(b)):
-        return math.nan
+def _maximum(a: Number, b: Number) -> Number:
+    """`a >> b` (§2.4: maximum) as `std::max(a, b)`: `a < b ? b : a` (see `_minimum`)."""
     return b if a < b else a
 
 
-def _is_nan(x: object) -> bool:
-    return isinstance(x, float) and math.isnan(x)
+def _minimum_nan(a: float, b: float) -> float:
+    """`a << b` on reals under spec (decision): NaN if an operand is NaN, else `_minimum`."""
+    if a != a or b != b:
+        return math.nan
+    return b if b < a else a  # _minimum, inline: no nested call per element
+
+
+def _maximum_nan(a: float, b: float) -> float:
+    """`a >> b` on reals under spec (decision): NaN if an operand is NaN, else `_maximum`."""
+    if a != a or b != b:
+        return math.nan
+    return b if a < b else a  # _maximum, inline
 
 
 # ----------------------------------------------------------------------------- operators
@@ -333,8 +468,8 @@ MIN_MAX_OPS = ("<<", ">>")
 OP_ALIASES = {"<?": "<<", ">?": ">>"}  # the Khronos spelling of minimum and maximum
 
 _COMPARISONS: dict[str, Callable[[Scalar, Scalar], bool]] = {
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+    "!=": operator.ne,
 }
 _LOGICAL: dict[str, Callable[[bool, bool], bool]] = {
     "&&": lambda a, b: a and b, "||": lambda a, b: a or b, "^": lambda a, b: a != b,
@@ -347,14 +482,20 @@ def compare(op: str, a: Scalar, b: Scalar) -> bool:
     arguments)"). int/int (int(±inf) included) exactly, real/real by IEEE 754 (every comparison
     with nan is false except !=, -0.0 == 0.0), bool/bool with false < true, str/str by code points
     (lexicographic). int and real are never mixed (the type checker prevents it)."""
-    ka, kb = kind(a), kind(b)
-    if ka != kb:
-        raise NumericError(f"'{op}' compares {ka} with {kb}; both operands must have one type")
-    if ka not in ("int", "real", "bool", "str"):
-        raise NumericError(f"'{op}' cannot compare values of type {ka}")
+    return _comparison(op, kind(a), kind(b)).function(a, b)
+
+
+@functools.lru_cache(maxsize=None)
+def _comparison(op: str, left: str, right: str) -> Specialized:
+    """`compare` for operands of kinds `left` and `right`."""
+    left, right = kind_type(left), kind_type(right)
+    if left != right:
+        return _raising(f"'{op}' compares {left} with {right}; both operands must have one type")
+    if left not in ("int", "real", "bool", "str"):
+        return _raising(f"'{op}' cannot compare values of type {left}")
     if op not in _COMPARISONS:
-        raise NumericError(f"unknown comparison '{op}'")
-    return _COMPARISONS[op](a, b)
+        return _raising(f"unknown comparison '{op}'")
+    return Specialized(_COMPARISONS[op], "bool")
 
 
 def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
@@ -365,102 +506,133 @@ def binary(op: str, a: Scalar, b: Scalar, profile: Profile = SPEC) -> Scalar:
     - `&& || ^ =>` on bools; `< <= > >= == !=` on any two values of one type (`compare`).
     Raises NumericError for a violated rule or operands of the wrong types.
     """
+    return binary_function(op, _dispatch_kind(a), _dispatch_kind(b), profile).function(a, b)
+
+
+@functools.lru_cache(maxsize=None)
+def binary_function(op: str, left: str, right: str, profile: Profile = SPEC) -> Specialized:
+    """`binary(op, a, b, profile)` for `a` of kind `left` and `b` of kind `right`."""
     op = OP_ALIASES.get(op, op)
     if profile.mixed_int_real == "promote":
-        a, b = _promote_mixed(op, a, b)
-    if op in _COMPARISONS:
-        return compare(op, a, b)
-    kinds = (kind(a), kind(b))
-    if op in _LOGICAL:
-        if kinds != ("bool", "bool"):
-            raise NumericError(f"'{op}' needs two bools; got {kinds[0]} and {kinds[1]}")
-        return _LOGICAL[op](a, b)
-    if op not in MIN_MAX_OPS and op not in ARITHMETIC_OPS:
-        raise NumericError(f"unknown operator '{op}'")
-    if kinds not in (("int", "int"), ("real", "real")):
-        raise NumericError(f"'{op}' needs two ints or two reals; got {kinds[0]} and {kinds[1]}")
-    if op == "<<":
-        return _minimum(a, b, profile)
-    if op == ">>":
-        return _maximum(a, b, profile)
-    if kinds[0] == "int":
-        return _int_binary(op, a, b, profile)
-    return _real_binary(op, a, b, profile)
+        (left, to_left), (right, to_right) = _promote_mixed(op, left, right)
+        if to_left is not None or to_right is not None:
+            rule = _binary_rule(op, left, right, profile)
+            apply, first, second = rule.function, to_left or _same, to_right or _same
+            return Specialized(lambda a, b: apply(first(a), second(b)), rule.kind)
+    return _binary_rule(op, left, right, profile)
 
 
-def _promote_mixed(op: str, a: Scalar, b: Scalar) -> tuple[Scalar, Scalar]:
+Conversion = Union[Callable[[Scalar], Scalar], None]
+
+
+def _promote_mixed(op: str, left: str, right: str) -> tuple[tuple[str, Conversion], ...]:
     """The Khronos runtime's C++ conversions of mixed operands: in a comparison a bool next to
     an int or a real is 0 or 1 (`math.ne` takes two independent `type`s); then an int next to
-    a real is converted to real."""
-    kinds = {kind(a), kind(b)}
-    if op in COMPARISON_OPS and "bool" in kinds and kinds & {"int", "real"}:
-        a, b = (int(x) if isinstance(x, bool) else x for x in (a, b))
-        kinds = {kind(a), kind(b)}
-    if kinds == {"int", "real"}:
-        a, b = _as_real(a), _as_real(b)
-    return a, b
+    a real is converted to real (`_int_to_real`). Per operand: its kind after conversion and the
+    conversion (None: unchanged)."""
+    kinds, conversions = [left, right], [None, None]
+    types = {kind_type(left), kind_type(right)}
+    if op in COMPARISON_OPS and "bool" in types and types & {"int", "real"}:
+        for side, kind_ in enumerate(kinds):
+            if kind_ == "bool":
+                kinds[side], conversions[side] = "int", int
+        types = {kind_type(k) for k in kinds}
+    if types == {"int", "real"}:
+        for side, kind_ in enumerate(kinds):
+            if kind_type(kind_) == "int":
+                kinds[side] = "real"
+                conversions[side] = _int_to_real if conversions[side] is None else \
+                    (lambda x: _int_to_real(int(x)))  # a bool, as 0 or 1, then real
+    return tuple(zip(kinds, conversions))
 
 
-def _as_real(x: Scalar) -> Scalar:
-    """An int as a real (int(±inf) as ±inf); other values unchanged."""
-    if isinstance(x, IntInfinity):
-        return math.inf if x.sign > 0 else -math.inf
-    if isinstance(x, int) and not isinstance(x, bool):
-        return float(x)
-    return x
+def _binary_rule(op: str, left: str, right: str, profile: Profile) -> Specialized:
+    """`binary_function` once mixed operands are converted (`op` without alias)."""
+    if op in _COMPARISONS:
+        return _comparison(op, left, right)
+    a, b = kind_type(left), kind_type(right)
+    if op in _LOGICAL:
+        if (a, b) != ("bool", "bool"):
+            return _raising(f"'{op}' needs two bools; got {a} and {b}")
+        return Specialized(_LOGICAL[op], "bool")
+    if op not in MIN_MAX_OPS and op not in ARITHMETIC_OPS:
+        return _raising(f"unknown operator '{op}'")
+    if (a, b) not in (("int", "int"), ("real", "real")):
+        return _raising(f"'{op}' needs two ints or two reals; got {a} and {b}")
+    if op in MIN_MAX_OPS:
+        nan = a == "real" and profile.min_max_nan == "propagate"
+        function = {"<<": (_minimum, _minimum_nan), ">>": (_maximum, _maximum_nan)}[op][nan]
+        if a == "real":
+            return Specialized(function, "real")
+        # the minimum may be int(-inf) if either operand may be, int(inf) only if both may be;
+        # the maximum the other way round
+        either = frozenset("-" if op == "<<" else "+")
+        signs, other = _SENTINELS[left], _SENTINELS[right]
+        return Specialized(function, _INT_KINDS[(signs & other) | ((signs | other) & either)])
+    if a == "real":
+        return Specialized(_real_arithmetic(op, profile), "real")
+    function = _int_arithmetic(op, profile)
+    if (left, right) != ("int", "int"):
+        function = _finite_only(op, function)
+    return Specialized(function, "int")
 
 
-def _int_binary(op: str, a: int, b: int, profile: Profile) -> int:
-    if isinstance(a, IntInfinity) or isinstance(b, IntInfinity):
-        raise NumericError(f"'{op}' is not defined on int(inf) or int(-inf); they only mark "
-                           f"extreme values (for comparisons, minimum and maximum)")
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        if a.bit_length() + b.bit_length() - 1 > MAX_INT_BITS:  # the product has at least this
-            raise NumericError(f"a product of a {a.bit_length()}-bit and a {b.bit_length()}-bit "
-                               f"int exceeds the compile-time integer limit of {MAX_INT_BITS} "
-                               f"bits")
-        return a * b
-    if op == "/":
-        return int_divide(a, b, profile)
-    if op == "\\":
-        return int_ceil_divide(a, b, profile)
-    if op == "%":
-        return int_modulo(a, b, profile)
-    return int_power(a, b, profile)
+def _int_arithmetic(op: str, profile: Profile) -> Callable[[int, int], int]:
+    """`+ - * / \\ % **` on two ints (never int(±inf))."""
+    if op == "**":
+        return functools.partial(int_power, profile=profile)
+    return {"+": operator.add, "-": operator.sub, "*": _int_multiply,
+            "/": _INT_DIVIDE[profile.int_division],
+            "\\": _INT_CEIL_DIVIDE[profile.int_ceil_division],
+            "%": _INT_MODULO[profile.int_division]}[op]
 
 
-def _real_binary(op: str, a: float, b: float, profile: Profile) -> float:
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        return real_divide(a, b)
-    if op == "\\":
-        return real_ceil_divide(a, b, profile)
-    if op == "%":
-        return real_modulo(a, b, profile)
-    return real_power(a, b)
+def _finite_only(op: str, function: Callable[[int, int], int]) -> Callable[[int, int], int]:
+    """`function` on ints that may be int(±inf): on those an error (they only mark extremes)."""
+    def apply(a: Number, b: Number) -> int:
+        if isinstance(a, IntInfinity) or isinstance(b, IntInfinity):
+            raise NumericError(f"'{op}' is not defined on int(inf) or int(-inf); they only mark "
+                               f"extreme values (for comparisons, minimum and maximum)")
+        return function(a, b)
+    return apply
+
+
+# real `+ - *` as the Python operators, in Python code: the interpreter then computes them as it
+# does in generated code (a NaN's sign from nan + -nan differs between CPython's two C paths)
+_REAL_ADD: Callable[[float, float], float] = lambda a, b: a + b  # noqa: E731
+_REAL_SUBTRACT: Callable[[float, float], float] = lambda a, b: a - b  # noqa: E731
+_REAL_MULTIPLY: Callable[[float, float], float] = lambda a, b: a * b  # noqa: E731
+
+
+def _real_arithmetic(op: str, profile: Profile) -> Callable[[float, float], float]:
+    """`+ - * / \\ % **` on two reals."""
+    return {"+": _REAL_ADD, "-": _REAL_SUBTRACT, "*": _REAL_MULTIPLY, "/": real_divide,
+            "\\": functools.partial(real_ceil_divide, profile=profile),
+            "%": _REAL_MODULO[profile.real_modulo], "**": real_power}[op]
 
 
 def unary(op: str, a: Scalar, profile: Profile = SPEC) -> Scalar:
     """`+a`, `-a` for int (int(±inf) included) and real; `!a` for bool (§2.4)."""
-    k = kind(a)
+    return unary_function(op, _dispatch_kind(a), profile).function(a)
+
+
+@functools.lru_cache(maxsize=None)
+def unary_function(op: str, operand: str, profile: Profile = SPEC) -> Specialized:
+    """`unary(op, a, profile)` for `a` of kind `operand`."""
+    k = kind_type(operand)
     if op == "!":
         if k != "bool":
-            raise NumericError(f"'!' needs a bool; got {k}")
-        return not a
+            return _raising(f"'!' needs a bool; got {k}")
+        return Specialized(operator.not_, "bool")
     if op not in ("+", "-"):
-        raise NumericError(f"unknown unary operator '{op}'")
+        return _raising(f"unknown unary operator '{op}'")
     if k not in ("int", "real"):
-        raise NumericError(f"unary '{op}' needs an int or a real; got {k}")
-    return -a if op == "-" else a
+        return _raising(f"unary '{op}' needs an int or a real; got {k}")
+    if op == "+":
+        return Specialized(_same, operand)
+    if k == "int":  # -int(inf) is int(-inf)
+        operand = _INT_KINDS[frozenset({"+": "-", "-": "+"}[s] for s in _SENTINELS[operand])]
+    return Specialized(operator.neg, operand)
 
 
 # ----------------------------------------------------------------------------- casts
@@ -487,30 +659,51 @@ def cast(type_name: str, x: Scalar, profile: Profile = SPEC) -> Scalar:
     real(int) rounds to the nearest float (an int beyond the float range gives ±inf);
     real(int(±inf)) is ±inf. bool(x) is x != 0 (so bool(nan) is true, bool(int(±inf)) true).
     """
-    k = kind(x)
+    return cast_function(type_name, _dispatch_kind(x), profile).function(x)
+
+
+@functools.lru_cache(maxsize=None)
+def cast_function(type_name: str, operand: str, profile: Profile = SPEC) -> Specialized:
+    """`cast(type_name, x, profile)` for `x` of kind `operand`."""
+    k = kind_type(operand)
     if type_name not in CASTABLE or k not in CASTABLE:
         if "str" in (type_name, k):
-            raise NumericError("strings cannot be cast (§2.4 Casting); use string formatting")
-        raise NumericError(f"cannot cast {k} to '{type_name}'")
+            return _raising("strings cannot be cast (§2.4 Casting); use string formatting")
+        return _raising(f"cannot cast {k} to '{type_name}'")
     if type_name == "int":
         if k == "bool":
-            return int(x)
+            return Specialized(int, "int")
         if k == "int":
-            return x
-        if math.isnan(x):
-            raise NumericError("int(nan) has no value")
-        if math.isinf(x):
-            return INT_POS_INF if x > 0 else INT_NEG_INF
-        return int(x)  # truncation toward zero, exact
+            return Specialized(_same, operand)
+        return Specialized(_real_to_int, INT_OR_INF)
     if type_name == "real":
-        if isinstance(x, IntInfinity):
-            return math.copysign(math.inf, x.sign)
-        try:
-            return float(x)
-        except OverflowError:  # IEEE round-to-nearest overflows to ±inf
-            return math.inf if x > 0 else -math.inf
+        return Specialized(_int_to_real if k == "int" else float, "real")
+    return Specialized(_nonzero, "bool")
+
+
+def _real_to_int(x: float) -> Number:
+    """int(real): truncation toward zero, exact; int(±inf) is `INT_POS_INF` / `INT_NEG_INF`;
+    int(nan) an error."""
+    try:
+        return int(x)
+    except OverflowError:  # ±inf
+        return INT_POS_INF if x > 0 else INT_NEG_INF
+    except ValueError:  # nan
+        raise NumericError("int(nan) has no value") from None
+
+
+def _int_to_real(x: Number) -> float:
+    """real(int): the nearest float; IEEE round-to-nearest overflows to ±inf, as int(±inf) is."""
     if isinstance(x, IntInfinity):
-        return True
+        return math.copysign(math.inf, x.sign)
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _nonzero(x: Number | bool) -> bool:
+    """bool(x): x != 0 (true for nan and for int(±inf), which equal no int)."""
     return bool(x != 0)
 
 
@@ -540,27 +733,32 @@ def frac(x: float, profile: Profile = SPEC) -> float:
     """`frac`: the fractional part. Decision: spec: x - floor(x), in [0, 1] (tiny negative x
     round to 1.0), frac(±inf) = nan; khronos: C `modf`, x - trunc(x), with the sign of x,
     frac(±inf) = ±0.0. frac(nan) = nan in both."""
-    if profile.frac == "modf":
-        return math.modf(x)[0]
+    return _FRAC[profile.frac](x)
+
+
+def _frac_floor(x: float) -> float:
     if not math.isfinite(x):
         return math.nan
     return x - math.floor(x)
 
 
-def _sign(x: Number) -> Number:
+_FRAC = {"floor": _frac_floor, "modf": lambda x: math.modf(x)[0]}  # by Profile.frac
+
+
+def _sign_real(x: float) -> float:
     """§4.2.1 "Element-wise sign": `x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0)` — so sign(0) = 0,
     sign(-0.0) = 0.0 and sign(nan) = 0.0 (the Khronos `sknd::rt::sign` is the same formula)."""
-    if isinstance(x, float):
-        return 1.0 if x > 0.0 else -1.0 if x < 0.0 else 0.0
+    return 1.0 if x > 0.0 else -1.0 if x < 0.0 else 0.0
+
+
+def _sign_int(x: Number) -> int:
+    """`_sign_real` on an int (int(±inf) included)."""
     return 1 if x > 0 else -1 if x < 0 else 0
 
 
-def _abs(x: Number) -> Number:
-    """`abs`: int result for an int (abs(int(-inf)) = int(inf)); for a real, C `fabs` (the sign
-    bit cleared, so abs(-0.0) = 0.0, abs(nan) = nan)."""
-    if isinstance(x, float):
-        return math.fabs(x)
-    return abs(x)
+# `abs`: int result for an int (abs(int(-inf)) = int(inf)); for a real, C `fabs` (the sign bit
+# cleared, so abs(-0.0) = 0.0, abs(nan) = nan)
+_ABS = {"int": abs, "real": math.fabs}
 
 
 _NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
@@ -602,15 +800,24 @@ def builtin(name: str, x: Scalar, profile: Profile = SPEC) -> Scalar:
     arguments and corresponding results" for abs and sign). Also asin acos atan sinh cosh tanh
     erf, the functions of the §4.2.1 operators. Real functions follow IEEE 754 outside their
     domain (nan / ±inf, no error)."""
-    k = kind(x)
+    return builtin_function(name, _dispatch_kind(x), profile).function(x)
+
+
+@functools.lru_cache(maxsize=None)
+def builtin_function(name: str, operand: str, profile: Profile = SPEC) -> Specialized:
+    """`builtin(name, x, profile)` for `x` of kind `operand`."""
+    k = kind_type(operand)
     if name in NUM_BUILTINS:
         if k not in ("int", "real"):
-            raise NumericError(f"'{name}' needs an int or a real; got {k}")
-        return _abs(x) if name == "abs" else _sign(x)
+            return _raising(f"'{name}' needs an int or a real; got {k}")
+        if name == "abs":  # abs(int(±inf)) is int(inf)
+            return Specialized(_ABS[k], "real" if k == "real" else
+                               _INT_KINDS[frozenset("+") if _SENTINELS[operand] else frozenset()])
+        return Specialized(_sign_real, "real") if k == "real" else Specialized(_sign_int, "int")
     if name not in REAL_BUILTINS:
-        raise NumericError(f"unknown built-in function '{name}'")
+        return _raising(f"unknown built-in function '{name}'")
     if k != "real":
-        raise NumericError(f"'{name}' needs a real; got {k}")
+        return _raising(f"'{name}' needs a real; got {k}")
     if name == "frac":
-        return frac(x, profile)
-    return _REAL_FUNCTIONS[name](x)
+        return Specialized(_FRAC[profile.frac], "real")
+    return Specialized(_REAL_FUNCTIONS[name], "real")
