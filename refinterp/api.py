@@ -397,7 +397,8 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
              engine: str | Engine = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY,
              max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
              stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
-             progress: Progress | None = None, progress_interval: float = 5.0) -> Run:
+             progress: Progress | None = None, progress_interval: float = 5.0,
+             observe: Callable[[str, Any], None] | None = None) -> Run:
     """Run an operator or graph on arrays and return a `Run`.
 
     `inputs`: arrays (or nested lists) by input name, a pack as a list of arrays; any real,
@@ -406,7 +407,9 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     `<scoped name>.dat` files; then, with `random_params`, random values (from `seed`). A params
     entry that is no variable of the run is an Error (E0702). `engine` is "scalar", "vector" or
     "auto" (or an engine made by `refinterp.lower.engines.make_engine`); `log(instance, engine)` is told which engine ran each operator; `progress(running
-    operators, seconds)` is called every `progress_interval` seconds of a long run."""
+    operators, seconds)` is called every `progress_interval` seconds of a long run;
+    `observe(name, value)` is told every tensor a @compose or @update block binds, by its scoped
+    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order."""
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     if isinstance(engine, str) and engine not in ENGINE_NAMES:
@@ -430,7 +433,7 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     executor = Executor(program.loaded, active, max_depth=max_depth,
                         max_iterations=max_iterations, params=store,
                         engine=make_engine(engine, max_memory, log)
-                        if isinstance(engine, str) else engine)
+                        if isinstance(engine, str) else engine, observe=observe)
     with _Watch(executor, progress, progress_interval, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)

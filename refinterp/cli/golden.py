@@ -16,7 +16,8 @@ from refinterp.core.diagnostics import Diagnostic
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     """Register `golden` and its three subcommands."""
     golden = commands.add_parser("golden", help="build, verify and show golden fixtures")
-    actions = golden.add_subparsers(dest="golden_command", metavar="ACTION", required=True)
+    actions = golden.add_subparsers(dest="golden_command", metavar="ACTION", required=True,
+                                    help="build, verify or show")
     build = actions.add_parser("build", parents=[common],
                                help="compute the cases of case tables into a suite folder")
     build.add_argument("tables", nargs="+", metavar="CASEFILE",
@@ -30,14 +31,14 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
     verify = actions.add_parser("verify", parents=[common],
                                 help="check every hash of a suite and recompute every case")
-    verify.add_argument("suite", metavar="DIR")
+    verify.add_argument("suite", metavar="DIR", help="a suite folder, or one case folder")
     verify.add_argument("-k", metavar="REGEX", dest="include",
                         help="only the cases whose id matches (searched)")
     verify.add_argument("--hashes-only", action="store_true",
                         help="check the hashes without recomputing")
     show = actions.add_parser("show", parents=[common],
                               help="print a case (manifest, model, every array) as text")
-    show.add_argument("case", metavar="CASE_DIR")
+    show.add_argument("case", metavar="CASE_DIR", help="a case folder (it holds case.json)")
 
 
 def _regex(text: str | None, option: str) -> str | None:

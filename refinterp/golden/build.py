@@ -118,7 +118,10 @@ def compute(target: Any, arrays: dict[str, Any], *, op: str | None = None,
         raise BuildError(f"the vector engine fails ({error.code}) where the scalar engine "
                          f"does not") from None
     total = sum(counted)
-    length = max(1, -(-total // max(1, sum(_size(v) for v in fast.outputs.values()))))
+    produced = max(1, sum(_size(v) for v in fast.outputs.values()))
+    if total == 0:  # no @lower ran (an intrinsic): as many terms as input elements per output
+        total = sum(_size(v) for v in arrays.values())
+    length = max(1, -(-total // produced))
     if total > SCALAR_LIMIT:
         return Computed(fast.outputs, None, "vector", length, dict(fast.updated))
     try:

@@ -17,7 +17,7 @@ innermost call in the user's code. The original place stays as a related span.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -54,8 +54,12 @@ class Executor:
                  max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
                  params: ParameterStore | DeclaredVariables | None = None,
-                 abstract: bool = False) -> None:
+                 abstract: bool = False,
+                 observe: Callable[[str, Any], None] | None = None) -> None:
         self.program = program
+        # told every tensor a @compose/@update block binds, by its scoped name relative to the
+        # root (`conv1`, `block.relu`), in the order they are computed (harness probes)
+        self.observe = observe
         self.engine = engine
         self.abstract = abstract
         if abstract:
@@ -282,6 +286,8 @@ class Executor:
                 if target.type is not None:
                     self.check_typed_result(target, value, scope)
                 scope.tensors[target.name] = value
+                if self.observe is not None and scope.path is not None:
+                    self.observe(".".join((*scope.path[2:], target.name)), value)
                 continue
             raise ComposeDiagnostic("unsupported target", target.span)
 

@@ -62,7 +62,8 @@ def cubic_resize(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str
         for tap in range(-1, 3):
             index = floor + tap
             weight = cubic_weight(x - index, a).reshape(shape)
-            result += weight * np.take(output, np.clip(index, 0, extent - 1), axis=axis)
+            with np.errstate(invalid="ignore"):  # a zero weight times inf: NaN, as IEEE says
+                result += weight * np.take(output, np.clip(index, 0, extent - 1), axis=axis)
         output = result
     return {"output": output}
 
