@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(expression_first(arguments))
     args.argv = arguments  # as given (eval --save-case records the command)
-    out = Output(json_mode=getattr(args, "json", False))
+    out = Output(json_mode=getattr(args, "json", False) is True)  # check: --json FILE
     run = COMMANDS[args.command]
     try:
         return run(args, out)

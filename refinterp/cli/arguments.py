@@ -8,6 +8,7 @@ import argparse
 import re
 from typing import Any
 
+from refinterp.cli.check import add_parser as add_check_parser
 from refinterp.cli.golden import add_parser as add_golden_parser
 from refinterp.core.diagnostics import Diagnostic
 
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="every 5 s of a long run, name the operators running (default: "
                                "when stderr is a terminal)")
     add_golden_parser(commands, common)
+    add_check_parser(commands)
     return parser
 
 

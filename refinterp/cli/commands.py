@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, parse_attribute, parse_size,
                                      parse_types)
+from refinterp.cli.check import cmd_check
 from refinterp.cli.golden import cmd_golden
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
@@ -385,4 +386,5 @@ def progress_line(running: list[str], seconds: float) -> None:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Output], int]] = {
     "parse": cmd_parse, "fmt": cmd_fmt, "expr": cmd_expr, "ops": cmd_ops,
-    "describe": cmd_describe, "shapes": cmd_shapes, "eval": cmd_eval, "golden": cmd_golden}
+    "describe": cmd_describe, "shapes": cmd_shapes, "eval": cmd_eval, "golden": cmd_golden,
+    "check": cmd_check}

@@ -1,0 +1,192 @@
+"""`refinterp check`: run a back end on a golden suite and explain every mismatch
+(docs/harness.md)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from typing import Any
+
+from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
+from refinterp.core.diagnostics import Diagnostic
+
+
+def add_parser(commands: Any) -> None:
+    """Register `check` (it has its own --json FILE, unlike the other commands)."""
+    check = commands.add_parser(
+        "check", help="run a back end on a golden suite and explain every mismatch")
+    check.add_argument("suite", nargs="?", metavar="SUITE",
+                       help="a golden suite folder (or one case folder)")
+    which = check.add_mutually_exclusive_group()
+    which.add_argument("--backend", metavar="NAME",
+                       help="refinterp:scalar, refinterp:vector, refinterp:auto, "
+                            "refinterp:khronos, module:attribute, or an entry point of the "
+                            "group refinterp.backends")
+    which.add_argument("--backend-cmd", metavar="COMMAND",
+                       help="a shell command run per case with {model} {dir} {inputs} {params} "
+                            "{outputs} {probes}; exit 0 = outputs written, 77 = unsupported")
+    which.add_argument("--merge", nargs="+", metavar="REPORT.json",
+                       help="combine the JSON reports of shards into one report")
+    check.add_argument("--profile", choices=["spec", "khronos"], default=None,
+                       help="the semantics profile a --backend-cmd back end follows (default "
+                            "spec): it runs that profile's variants of the cases")
+    check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="per case (default 60); a case that takes longer fails")
+    check.add_argument("-k", dest="include", metavar="REGEX",
+                       help="only the cases whose id matches (searched)")
+    check.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
+    check.add_argument("--expect", metavar="FILE",
+                       help="expected failures and skips (TOML or JSON, docs/harness.md)")
+    check.add_argument("--update-expect", metavar="FILE",
+                       help="write the failures and skips of this run as an expectations file")
+    check.add_argument("--allow-xpass", action="store_true",
+                       help="an unexpected pass does not fail the run")
+    check.add_argument("--rtol", type=float, help="override every case's relative tolerance")
+    check.add_argument("--atol", type=float, help="override every case's absolute tolerance")
+    check.add_argument("--ulp", type=int, help="override every case's ULP window")
+    check.add_argument("--dtype", choices=["exact", "kind", "values"], default="kind",
+                       help="dtype policy: exact (float64/int64/bool), kind (the default: a "
+                            "float32 result passes on values), values (any dtype)")
+    check.add_argument("--json", metavar="REPORT.json", help="write the JSON report")
+    check.add_argument("--junit", metavar="REPORT.xml", help="write a JUnit XML report")
+    check.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                       help="worker processes (default 1)")
+    check.add_argument("--shard", metavar="I/N",
+                       help="run only shard I of N (1-based; every N-th case by id)")
+    check.add_argument("--dask", metavar="ADDRESS",
+                       help="run the cases on the Dask distributed scheduler at ADDRESS")
+    check.add_argument("--probe", metavar="DIR",
+                       help="for a failing case, write refinterp's intermediate tensors to DIR "
+                            "and name the first where the back end's own ({probes}) diverge")
+    check.add_argument("--shrink", action="store_true",
+                       help="for a failing operator case, search smaller shapes and simpler "
+                            "values and print the smallest case that still fails")
+    check.add_argument("--no-explain", action="store_true",
+                       help="skip the explanations (other profiles, higher precision)")
+    check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="a progress bar (default: when stderr is a terminal)")
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    found = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not found or not 1 <= int(found.group(1)) <= int(found.group(2)):
+        raise UsageError(f"--shard takes I/N with 1 <= I <= N, e.g. 1/4; got {text!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
+def _regex(text: str | None, option: str) -> str | None:
+    if text is not None:
+        try:
+            re.compile(text)
+        except re.error as error:
+            raise UsageError(f"{option}: not a regular expression: {error}") from None
+    return text
+
+
+def cmd_check(args: argparse.Namespace, out: Output) -> int:
+    """Check a back end, or merge shard reports."""
+    from refinterp import harness
+
+    if args.merge:
+        try:
+            results, backend, suite = harness.load_results(args.merge)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise Diagnostic(f"cannot merge the reports: {error}", code="E0800") from None
+        return _finish(args, out, results, backend, suite)
+    if args.suite is None or (args.backend is None and args.backend_cmd is None):
+        raise UsageError("check needs SUITE and --backend NAME or --backend-cmd COMMAND "
+                         "(or --merge REPORT.json...)")
+    if args.jobs < 1 or args.timeout <= 0:
+        raise UsageError("-j must be at least 1 and --timeout positive")
+    if args.profile is not None and args.backend_cmd is None:
+        raise UsageError("--profile is for --backend-cmd (a named back end says its own)")
+    spec = harness.BackendSpec(name=args.backend, command=args.backend_cmd,
+                               timeout=args.timeout, profile=args.profile)
+    try:
+        backend = spec.make()
+    except harness.BackendNameError as error:
+        raise UsageError(str(error)) from None
+    expectations = []
+    if args.expect:
+        expectations = harness.read_expectations(args.expect)
+    rerun = "refinterp check " + " ".join(shlex.quote(a) for a in _rerun_words(args, spec))
+    options = harness.Options(policy=args.dtype,
+                              override=harness.Override(args.rtol, args.atol, args.ulp),
+                              timeout=args.timeout, explain=not args.no_explain,
+                              probe_dir=args.probe, rerun=rerun)
+    progress, done = _progress_bar(args)
+    try:
+        results = harness.run_suite(args.suite, spec, options,
+                                    include=_regex(args.include, "-k"),
+                                    exclude=_regex(args.exclude, "--exclude"),
+                                    shard=_shard(args.shard), jobs=args.jobs,
+                                    dask_address=args.dask, expectations=expectations,
+                                    progress=progress)
+    finally:
+        done()
+    if expectations:
+        for entry in harness.unused(expectations, [r.id for r in results]):
+            out.diagnostic(Diagnostic(f"--expect: the entry '{entry.pattern}' matches no case "
+                                      f"of this run", severity="warning"))
+    if args.shrink:
+        for line in harness.shrink_failures(args.suite, spec, options, results):
+            out.result(line)
+    if args.update_expect:
+        count = harness.write_expectations(args.update_expect, results)
+        out.result(f"wrote {count} expectation(s) to {args.update_expect}")
+    return _finish(args, out, results, getattr(backend, "name", spec.describe()), args.suite)
+
+
+def _rerun_words(args: argparse.Namespace, spec: Any) -> list[str]:
+    """The options that repeat this run's back end and comparison for one case."""
+    words = [args.suite, *spec.arguments()]
+    if args.dtype != "kind":
+        words += ["--dtype", args.dtype]
+    for option in ("rtol", "atol", "ulp"):
+        if getattr(args, option) is not None:
+            words += [f"--{option}", str(getattr(args, option))]
+    return words
+
+
+def _progress_bar(args: argparse.Namespace) -> tuple[Any, Any]:
+    """A rich progress bar on stderr (when wanted): (per-result callback, finish)."""
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    if not show:
+        return None, lambda: None
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    bar.start()
+    task = bar.add_task("checking", total=None)
+
+    def advance(result: Any) -> None:
+        bar.update(task, advance=1, description=f"checking {result.id}")
+    return advance, bar.stop
+
+
+def _finish(args: argparse.Namespace, out: Output, results: list[Any], backend: str,
+            suite: str) -> int:
+    from refinterp import harness
+
+    for result in results:
+        if result.status in ("fail", "xpass"):
+            title = f"{result.status.upper()} {result.id}" + \
+                (f" [{result.reason}]" if result.reason else "") + \
+                (f" (phase {result.phase})" if result.phase else "")
+            body = result.explanation if result.status == "fail" else \
+                f"expected to fail ({result.expected}) but passed"
+            out.result(title + "\n" + "\n".join("  " + line for line in body.splitlines()))
+    harness.print_summary(results)
+    cover = harness.coverage(results)
+    out.result(f"coverage: {len(cover['passed'])} operator(s) pass every case, "
+               f"{len(cover['partial'])} some, {len(cover['failed'])} none, "
+               f"{len(cover['skipped'])} skipped")
+    if args.json:
+        harness.write_json(args.json, results, backend, str(suite))
+    if args.junit:
+        harness.write_junit(args.junit, results, backend)
+    return EXIT_DIAGNOSTIC if harness.failed(results, args.allow_xpass) else EXIT_OK

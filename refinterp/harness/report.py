@@ -1,0 +1,146 @@
+"""Reports of a harness run: the summary by module and operator, coverage, the JSON report
+(`--json`), JUnit XML (`--junit`), and merging shard reports (`--merge`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+from xml.etree import ElementTree
+
+from refinterp.harness.runner import STATUSES, Result
+
+FORMAT = "refinterp-check/1"
+
+
+def summary(results: list[Result]) -> dict[str, Any]:
+    """Counts by status, and by status per module and per operator (or model case)."""
+    by_module: dict[str, Counter] = defaultdict(Counter)
+    by_operator: dict[str, Counter] = defaultdict(Counter)
+    for result in results:
+        by_module[result.module][result.status] += 1
+        by_operator[result.operator or result.id][result.status] += 1
+    total = Counter(r.status for r in results)
+
+    def counts(counter: Counter) -> dict[str, int]:
+        return {status: counter.get(status, 0) for status in STATUSES}
+    return {"total": len(results), **counts(total),
+            "modules": {m: counts(c) for m, c in sorted(by_module.items())},
+            "operators": {o: counts(c) for o, c in sorted(by_operator.items())}}
+
+
+def coverage(results: list[Result]) -> dict[str, Any]:
+    """Which operators the back end passes: `passed` (every case run passed), `partial`,
+    `failed` (none passed), `skipped` (every case skipped); and per operator, each attribute
+    value with the number of cases that passed and failed with it."""
+    per_operator: dict[str, list[Result]] = defaultdict(list)
+    for result in results:
+        if result.operator:
+            per_operator[result.operator].append(result)
+    verdicts: dict[str, list[str]] = {"passed": [], "partial": [], "failed": [], "skipped": []}
+    attributes: dict[str, dict[str, dict[str, int]]] = {}
+    for operator, cases in sorted(per_operator.items()):
+        ran = [r for r in cases if r.status != "skip"]
+        good = [r for r in ran if r.status in ("pass", "xpass")]
+        verdict = "skipped" if not ran else "passed" if len(good) == len(ran) else \
+            "failed" if not good else "partial"
+        verdicts[verdict].append(operator)
+        values: dict[str, dict[str, int]] = defaultdict(lambda: {"pass": 0, "fail": 0})
+        for result in ran:
+            for name, value in sorted(result.attributes.items()):
+                key = f"{name}={json.dumps(value, sort_keys=True)}"
+                values[key]["pass" if result in good else "fail"] += 1
+        if values:
+            attributes[operator] = dict(values)
+    return {**verdicts, "attributes": attributes}
+
+
+def report_json(results: list[Result], backend: str, suite: str) -> dict[str, Any]:
+    """The data of `--json REPORT.json` (docs/harness.md, "Reports")."""
+    return {"format": FORMAT, "backend": backend, "suite": suite,
+            "cases": [r.as_json() for r in results], "summary": summary(results),
+            "coverage": coverage(results)}
+
+
+def write_json(path: str | Path, results: list[Result], backend: str, suite: str) -> None:
+    Path(path).write_text(json.dumps(report_json(results, backend, suite), indent=1,
+                                     sort_keys=True) + "\n", encoding="utf-8")
+
+
+def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
+    """JUnit XML: one testsuite per module, one testcase per case (classname: the operator)."""
+    root = ElementTree.Element("testsuites", name=f"refinterp check: {backend}")
+    per_module: dict[str, list[Result]] = defaultdict(list)
+    for result in results:
+        per_module[result.module].append(result)
+    for module, cases in sorted(per_module.items()):
+        counts = Counter(r.status for r in cases)
+        suite = ElementTree.SubElement(
+            root, "testsuite", name=module, tests=str(len(cases)),
+            failures=str(counts["fail"] + counts["xpass"]),
+            skipped=str(counts["skip"] + counts["xfail"]), errors="0",
+            time=f"{sum(r.seconds for r in cases):.3f}")
+        for result in cases:
+            case = ElementTree.SubElement(suite, "testcase", name=result.id,
+                                          classname=result.operator or module,
+                                          time=f"{result.seconds:.3f}")
+            if result.status == "fail":
+                failure = ElementTree.SubElement(case, "failure",
+                                                 message=result.reason or "fail",
+                                                 type=result.reason or "fail")
+                failure.text = result.explanation
+            elif result.status == "xpass":
+                failure = ElementTree.SubElement(case, "failure", message="unexpected pass",
+                                                 type="xpass")
+                failure.text = f"expected to fail: {result.expected}"
+            elif result.status in ("skip", "xfail"):
+                skipped = ElementTree.SubElement(
+                    case, "skipped", message=("expected failure: " + (result.expected or ""))
+                    if result.status == "xfail" else result.explanation)
+                skipped.text = result.explanation
+    ElementTree.indent(root)
+    Path(path).write_bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:
+    """The cases of several JSON reports (shards) as one run; a case in two reports keeps the
+    last. Returns (results sorted by id, back end, suite)."""
+    merged: dict[str, Result] = {}
+    backend = suite = ""
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise ValueError(f"{path} is no refinterp check report (format {FORMAT})")
+        backend, suite = data.get("backend", backend), data.get("suite", suite)
+        for case in data["cases"]:
+            merged[case["id"]] = Result(**{k: case.get(k) for k in Result.__dataclass_fields__
+                                           if k in case})
+    return sorted(merged.values(), key=lambda r: r.id), backend, suite
+
+
+def print_summary(results: list[Result], out: TextIO | None = None) -> None:
+    """The table by module and operator, then the totals (rich on a terminal)."""
+    out = out or sys.stdout
+    data = summary(results)
+    rows = []
+    for operator, counts in data["operators"].items():
+        rows.append([operator, str(counts["pass"]), str(counts["fail"]), str(counts["skip"]),
+                     str(counts["xfail"] + counts["xpass"])])
+    header = ["operator", "passed", "failed", "skipped", "expected"]
+    if out.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*header, title="refinterp check")
+        for row in rows:
+            table.add_row(*row, style="red" if row[2] != "0" else None)
+        Console(file=out).print(table)
+    else:
+        widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
+        for row in [header, *rows]:
+            out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    out.write(f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
+              f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
+              f"{data['xpass']} unexpected pass(es)\n")

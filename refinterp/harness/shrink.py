@@ -1,0 +1,139 @@
+"""--shrink: for an operator case a back end fails, the smallest case that still fails.
+
+A greedy search with the case's attributes kept: each step tries, in order, halving one axis
+of every input that has it (inputs sharing an extent at that axis are halved together, so that
+shapes stay compatible), then simpler values (reals rounded to integers in [-4, 4], then all
+ones); a candidate counts only if refinterp accepts it (its golden is recomputed) and the back
+end still fails it. The search stops when no candidate is accepted or after MAX_TRIES
+candidates. Halving first cuts every axis of one extent at once (in all inputs), then one axis
+position. The smallest case is written as a case folder (docs/golden.md) and named.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+import refinterp.api as api
+from refinterp.golden.model import operator_model
+from refinterp.harness.suite import Case, load_suite
+from refinterp.io import encode_npz, flatten_packs
+
+MAX_TRIES = 60
+
+
+def _candidates(inputs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Smaller shapes first, then simpler values."""
+    arrays = {k: v for k, v in inputs.items() if not isinstance(v, list)}
+    # every axis of one extent at once (matmul's k is axis 1 of A and axis 0 of B) ...
+    for extent in sorted({n for a in arrays.values() for n in a.shape if n > 1}, reverse=True):
+        yield {**inputs, **{k: _halved(v, extent) for k, v in arrays.items()}}
+    # ... then one axis position of every input that has it
+    for axis in range(max((a.ndim for a in arrays.values()), default=0)):
+        extents = {a.shape[axis] for a in arrays.values() if a.ndim > axis}
+        for extent in sorted(extents, reverse=True):
+            if extent <= 1:
+                continue
+            smaller = {k: (np.take(v, range((extent + 1) // 2), axis=axis)
+                           if v.ndim > axis and v.shape[axis] == extent else v)
+                       for k, v in arrays.items()}
+            yield {**inputs, **smaller}
+    for simplify in (lambda a: np.clip(np.round(a), -4, 4), np.ones_like):
+        simpler = {k: simplify(v) if v.dtype.kind == "f" else v for k, v in arrays.items()}
+        if any(not np.array_equal(simpler[k], arrays[k], equal_nan=True) for k in arrays):
+            yield {**inputs, **simpler}
+
+
+def _halved(array: np.ndarray, extent: int) -> np.ndarray:
+    """Every axis of `array` of that extent cut to its first half."""
+    for axis, n in enumerate(array.shape):
+        if n == extent:
+            array = np.take(array, range((extent + 1) // 2), axis=axis)
+    return array
+
+
+def _size(inputs: dict[str, Any]) -> int:
+    return sum(int(np.size(v)) for v in flatten_packs(inputs).values())
+
+
+def _write(folder: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, Any]) -> Case:
+    """A case folder for a candidate: the original manifest with new arrays."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = copy.deepcopy(case.manifest)
+    manifest["id"] = f"{case.id}~shrunk"
+    model = operator_model(manifest["id"], case.operator, inputs, outputs, case.attributes,
+                           tuple(manifest.get("generics", ())))
+    (folder / "model.sknd").write_text(model, encoding="utf-8")
+    (folder / "inputs.npz").write_bytes(encode_npz(inputs))
+    (folder / "outputs.npz").write_bytes(encode_npz(outputs))
+    tolerance = next(iter(case.manifest["outputs"].values()))["tolerance"]
+    manifest["inputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape),
+                              "sha256": ""} for k, v in flatten_packs(inputs).items()}
+    manifest["outputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape), "sha256": "",
+                               "tolerance": tolerance}
+                           for k, v in flatten_packs(outputs).items()}
+    (folder / "case.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return Case(manifest["id"], folder, manifest)
+
+
+def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
+    """The smallest failing variant of an operator case (None if not shrinkable)."""
+    from refinterp.harness.runner import check_case
+
+    if case.operator is None or case.error is not None:
+        return None
+    quiet = type(options)(**{**options.__dict__, "explain": False, "probe_dir": None})
+    best, best_inputs, tries = None, case.inputs, 0
+    improved = True
+    while improved and tries < MAX_TRIES:
+        improved = False
+        for candidate in _candidates(best_inputs):
+            tries += 1
+            if tries > MAX_TRIES:
+                break
+            if _size(candidate) > _size(best_inputs):
+                continue
+            try:
+                outputs = api.evaluate(case.operator, inputs=candidate,
+                                       attributes=case.attributes,
+                                       generics=tuple(case.manifest.get("generics", ())),
+                                       profile=case.profile).outputs
+            except api.Error:
+                continue  # refinterp rejects it: not a valid smaller case
+            trial = _write(folder / "trial", case, candidate, outputs)
+            if check_case(backend, trial, quiet).status == "fail":
+                shutil.rmtree(folder / "smallest", ignore_errors=True)
+                (folder / "trial").rename(folder / "smallest")
+                best = Case(trial.id, folder / "smallest", trial.manifest)
+                best_inputs, improved = candidate, True
+                break
+    shutil.rmtree(folder / "trial", ignore_errors=True)
+    return best
+
+
+def shrink_failures(suite: str, spec: Any, options: Any, results: list[Any]) -> list[str]:
+    """Lines naming the smallest failing case of every failed operator case."""
+    cases = {c.id: c for c in load_suite(suite)}
+    backend = spec.make()
+    lines = []
+    for result in results:
+        case = cases.get(result.id)
+        if result.status != "fail" or case is None or case.operator is None or \
+                case.error is not None:
+            continue
+        folder = Path(tempfile.mkdtemp(prefix=f"refinterp-shrink-{case.name_for_path()}-"))
+        smallest = shrink(backend, case, options, folder)
+        if smallest is None:
+            lines.append(f"shrink {case.id}: no smaller case fails")
+            continue
+        shapes = ", ".join(f"{k}: {v.dtype}{list(v.shape)}"
+                           for k, v in flatten_packs(smallest.inputs).items())
+        lines.append(f"shrink {case.id}: the smallest failing case has inputs {shapes}; it is "
+                     f"in {smallest.folder} (refinterp golden show {smallest.folder})")
+    return lines

@@ -1,0 +1,112 @@
+"""Golden cases as the harness sees them: a `Case` per case folder of a suite (docs/golden.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.io import group_packs, read_arrays
+
+
+@dataclass(frozen=True)
+class Case:
+    """One golden case: its folder and manifest, with its arrays read on demand."""
+
+    id: str
+    folder: Path
+    manifest: dict[str, Any]
+
+    @property
+    def operator(self) -> str | None:
+        """`module.op` of an operator case, None for a model case."""
+        return self.manifest.get("operator")
+
+    @property
+    def group(self) -> str:
+        """What the case checks, for summaries: the operator, or `models/<name>`."""
+        return self.operator or self.id
+
+    @property
+    def module(self) -> str:
+        """The stdlib module of an operator case, `models` for a model case."""
+        return self.operator.split(".")[0] if self.operator else self.id.split("/")[0]
+
+    @property
+    def profile(self) -> str:
+        return self.manifest.get("profile", "spec")
+
+    @property
+    def error(self) -> dict[str, str] | None:
+        """`{"code", "pattern", "message"}` of an error case, else None."""
+        return self.manifest.get("error")
+
+    @property
+    def model(self) -> Path:
+        return self.folder / "model.sknd"
+
+    def file(self, name: str) -> Path | None:
+        """`<folder>/<name>.npz` if the case has it."""
+        path = self.folder / f"{name}.npz"
+        return path if path.exists() else None
+
+    def _arrays(self, name: str) -> dict[str, Any]:
+        path = self.file(name)
+        return group_packs(read_arrays(path, f"{name}.npz of case {self.id}")) if path else {}
+
+    @cached_property
+    def inputs(self) -> dict[str, Any]:
+        return self._arrays("inputs")
+
+    @cached_property
+    def params(self) -> dict[str, Any]:
+        return self._arrays("params")
+
+    @cached_property
+    def expected(self) -> dict[str, Any]:
+        """The golden outputs, flattened (`ys.0`, `ys.1` for a pack)."""
+        path = self.file("outputs")
+        return read_arrays(path, f"outputs.npz of case {self.id}") if path else {}
+
+    def tolerance(self, key: str) -> dict[str, Any]:
+        """The `tolerance` object of output `key` (flattened name)."""
+        return self.manifest["outputs"][key]["tolerance"]
+
+    def name_for_path(self) -> str:
+        """The id as one file name (`/` and `@` replaced)."""
+        return self.id.replace("/", "__").replace("@", "_at_")
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        return self.manifest.get("attributes", {})
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+def load_case(folder: str | Path) -> Case:
+    """The case of one folder."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise GoldenDiagnostic(f"'{folder}' is no readable case folder: {error}",
+                               code="E0800") from None
+    return Case(manifest["id"], folder, manifest)
+
+
+def load_suite(suite: str | Path) -> list[Case]:
+    """Every case of a suite (its manifest.json), sorted by id; a case folder alone gives one."""
+    suite = Path(suite)
+    if (suite / "case.json").exists():
+        return [load_case(suite)]
+    try:
+        manifest = json.loads((suite / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise GoldenDiagnostic(f"'{suite}' is no golden suite (manifest.json: {error})",
+                               code="E0800") from None
+    return [load_case(suite / entry["path"]) for entry in
+            sorted(manifest.get("cases", []), key=lambda e: e["id"])]
