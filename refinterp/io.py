@@ -43,14 +43,16 @@ _KIND_NAMES = {"U": "text", "S": "bytes", "c": "complex", "V": "structured or ra
 # reading
 
 
-def read_arrays(path: str | Path, what: str) -> dict[str, np.ndarray]:
+def read_arrays(path: str | Path, what: str, *,
+                keep_dtype: bool = False) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` archive (keyed by member name without `.npy`, in archive order)
     or of a single `.npy` file (keyed by the file's stem). `what` names the file's role in
-    messages, e.g. "--inputs"."""
+    messages, e.g. "--inputs". With `keep_dtype` the arrays keep their stored dtype (a back
+    end's float32 outputs, for the harness) instead of refinterp's representation."""
     path = Path(path)
     if _sniff(path, what) == "npy":
-        return {path.stem: _read_npy_file(path, what)}
-    return _read_npz(path, what)
+        return {path.stem: _read_npy_file(path, what, keep_dtype)}
+    return _read_npz(path, what, keep_dtype)
 
 
 def read_array(path: str | Path, what: str) -> np.ndarray:
@@ -120,15 +122,15 @@ def _sniff(path: Path, what: str) -> str:
     raise _fail(what, path, "not an .npz archive or .npy array (unknown file format)")
 
 
-def _read_npy_file(path: Path, what: str) -> np.ndarray:
+def _read_npy_file(path: Path, what: str, keep_dtype: bool = False) -> np.ndarray:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise _fail(what, path, exc.strerror or _reason(exc)) from None
-    return _decode_npy(data, what, path, None)
+    return _decode_npy(data, what, path, None, keep_dtype)
 
 
-def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
+def _read_npz(path: Path, what: str, keep_dtype: bool = False) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` archive, member by member."""
     try:
         archive = zipfile.ZipFile(path)
@@ -138,7 +140,8 @@ def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
     with archive:
         members = archive.infolist()
         _check_member_names(members, what, path)
-        return {info.filename[:-len(".npy")]: _read_member(archive, info, what, path)
+        return {info.filename[:-len(".npy")]: _read_member(archive, info, what, path,
+                                                           keep_dtype)
                 for info in members}
 
 
@@ -153,16 +156,17 @@ def _check_member_names(members: list[zipfile.ZipInfo], what: str, path: Path) -
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str,
-                 path: Path) -> np.ndarray:
+                 path: Path, keep_dtype: bool = False) -> np.ndarray:
     try:
         data = archive.read(info)
     except Exception as exc:  # BadZipFile (Bad CRC-32), zlib.error, EOFError, encryption, ...
         reason = _reason(exc).split(" for file ")[0]   # "Bad CRC-32 for file 'a.npy'"
         raise _fail_array(what, path, info.filename, f"is damaged ({reason})") from None
-    return _decode_npy(data, what, path, info.filename)
+    return _decode_npy(data, what, path, info.filename, keep_dtype)
 
 
-def _decode_npy(data: bytes, what: str, path: Path, member: str | None) -> np.ndarray:
+def _decode_npy(data: bytes, what: str, path: Path, member: str | None,
+                keep_dtype: bool = False) -> np.ndarray:
     """The array of `.npy` bytes in refinterp's representation: the header is read and the
     dtype checked before any data is touched (object arrays are never unpickled)."""
     stream = io.BytesIO(data)
@@ -187,6 +191,8 @@ def _decode_npy(data: bytes, what: str, path: Path, member: str | None) -> np.nd
         array = flat.reshape(shape, order="F" if fortran else "C")
     except Exception as exc:
         raise _fail_array(what, path, member, f"is damaged ({_reason(exc)})") from None
+    if keep_dtype:
+        return array.astype(array.dtype.newbyteorder("="))  # native order, writable
     return _to_canonical(array, what, path, member)
 
 

@@ -321,3 +321,28 @@ def test_summary_and_coverage_count_by_operator() -> None:
     cover = coverage(results)
     assert "nn.relu" in cover["failed"] or "nn.relu" in cover["partial"]
     assert "math.div" in cover["passed"]
+
+
+# ------------------------------------------------------------------ docs/harness.md
+
+
+DOC = (ROOT / "docs" / "harness.md").read_text()
+
+
+def test_the_documented_mismatch_report_is_what_check_prints(capsys) -> None:
+    block = DOC.split("A mismatch is reported")[1].split("```\n")[1]
+    main(["check", "golden", "--backend", "testsupport.faulty_backends:WrongElement",
+          "-k", r"^linalg\.matmul/basic$"])
+    printed = capsys.readouterr().out
+    for line in block.rstrip("\n").splitlines():
+        expected = line.replace("--backend mybackend",
+                                "--backend testsupport.faulty_backends:WrongElement")
+        assert expected in printed, expected
+
+
+def test_the_documented_expectations_file_reads(tmp_path: Path) -> None:
+    from refinterp.harness import read_expectations
+    block = DOC.split("```toml\n")[2].split("```")[0]
+    (tmp_path / "e.toml").write_text(block)
+    (entry,) = read_expectations(tmp_path / "e.toml")
+    assert entry.matches("math.div/int_rounding") and entry.phase == "compare"

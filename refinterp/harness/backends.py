@@ -137,7 +137,8 @@ class _CommandRunner:
                 raise BackendFailure("missing-output", "the back end exited 0 but wrote no "
                                                        "outputs file")
             try:
-                return group_packs(read_arrays(outputs, "the back end's outputs"))
+                return group_packs(read_arrays(outputs, "the back end's outputs",
+                                               keep_dtype=True))
             except api.Error as error:
                 raise BackendFailure("missing-output", error.message) from None
 

@@ -249,7 +249,7 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
         runner.run(case.inputs)
         found = {}
         for path in sorted(folder.glob("*.npy")):
-            found.update(read_arrays(path, "a probe"))
+            found.update(read_arrays(path, "a probe", keep_dtype=True))
         return found or None
     runner.run(case.inputs)
     probes = getattr(runner, "probes", None)

@@ -32,8 +32,9 @@ def summary(results: list[Result]) -> dict[str, Any]:
 
 
 def coverage(results: list[Result]) -> dict[str, Any]:
-    """Which operators the back end passes: `passed` (every case run passed), `partial`,
-    `failed` (none passed), `skipped` (every case skipped); and per operator, each attribute
+    """Which operators the back end passes: `passed` (every case passed, none skipped),
+    `partial`, `failed` (no case passed), `skipped` (every case skipped); and per operator, each
+    attribute
     value with the number of cases that passed and failed with it."""
     per_operator: dict[str, list[Result]] = defaultdict(list)
     for result in results:
@@ -44,8 +45,8 @@ def coverage(results: list[Result]) -> dict[str, Any]:
     for operator, cases in sorted(per_operator.items()):
         ran = [r for r in cases if r.status != "skip"]
         good = [r for r in ran if r.status in ("pass", "xpass")]
-        verdict = "skipped" if not ran else "passed" if len(good) == len(ran) else \
-            "failed" if not good else "partial"
+        verdict = "skipped" if not ran else "failed" if not good else \
+            "passed" if len(good) == len(cases) else "partial"  # a skipped case: partial
         verdicts[verdict].append(operator)
         values: dict[str, dict[str, int]] = defaultdict(lambda: {"pass": 0, "fail": 0})
         for result in ran:
