@@ -122,19 +122,27 @@ def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:
 
 
 def print_summary(results: list[Result], out: TextIO | None = None) -> None:
-    """The table by module and operator, then the totals (rich on a terminal)."""
+    """The tables by module and by operator, then the totals (rich on a terminal)."""
     out = out or sys.stdout
     data = summary(results)
+    for level in ("modules", "operators"):
+        _print_table(out, level[:-1], data[level])
+    out.write(f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
+              f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
+              f"{data['xpass']} unexpected pass(es)\n")
+
+
+def _print_table(out: TextIO, what: str, counts_by_name: dict[str, dict[str, int]]) -> None:
     rows = []
-    for operator, counts in data["operators"].items():
-        rows.append([operator, str(counts["pass"]), str(counts["fail"]), str(counts["skip"]),
+    for name, counts in counts_by_name.items():
+        rows.append([name, str(counts["pass"]), str(counts["fail"]), str(counts["skip"]),
                      str(counts["xfail"] + counts["xpass"])])
-    header = ["operator", "passed", "failed", "skipped", "expected"]
+    header = [what, "passed", "failed", "skipped", "expected"]
     if out.isatty():
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(*header, title="refinterp check")
+        table = Table(*header, title=f"refinterp check, by {what}")
         for row in rows:
             table.add_row(*row, style="red" if row[2] != "0" else None)
         Console(file=out).print(table)
@@ -142,6 +150,3 @@ def print_summary(results: list[Result], out: TextIO | None = None) -> None:
         widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
         for row in [header, *rows]:
             out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
-    out.write(f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
-              f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
-              f"{data['xpass']} unexpected pass(es)\n")
