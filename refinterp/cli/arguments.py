@@ -8,8 +8,7 @@ import argparse
 import re
 from typing import Any
 
-from refinterp.cli.check import add_parser as add_check_parser
-from refinterp.cli.golden import add_parser as add_golden_parser
+from refinterp.cli.output import UsageError
 from refinterp.core.diagnostics import Diagnostic
 
 
@@ -74,6 +73,16 @@ def parse_size(text: str) -> int:
     if size < 1:
         raise Diagnostic(f"--max-memory must be positive; got '{text}'", code="E0901")
     return size
+
+
+def parse_regex(text: str | None, option: str) -> str | None:
+    """A regular-expression option (-k, --exclude), checked; None stays None."""
+    if text is not None:
+        try:
+            re.compile(text)
+        except re.error as error:
+            raise UsageError(f"{option}: not a regular expression: {error}") from None
+    return text
 
 
 def _version() -> str:
@@ -226,8 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                           help="every 5 s of a long run, name the operators running (default: "
                                "when stderr is a terminal)")
-    add_golden_parser(commands, common)
-    add_check_parser(commands)
+    from refinterp.cli import check, golden  # they use this module's helpers
+
+    golden.add_parser(commands, common)
+    check.add_parser(commands)
     return parser
 
 

@@ -9,6 +9,7 @@ import shlex
 import sys
 from typing import Any
 
+from refinterp.cli.arguments import parse_regex
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -78,15 +79,6 @@ def _shard(text: str | None) -> tuple[int, int] | None:
     return int(found.group(1)), int(found.group(2))
 
 
-def _regex(text: str | None, option: str) -> str | None:
-    if text is not None:
-        try:
-            re.compile(text)
-        except re.error as error:
-            raise UsageError(f"{option}: not a regular expression: {error}") from None
-    return text
-
-
 def cmd_check(args: argparse.Namespace, out: Output) -> int:
     """Check a back end, or merge shard reports."""
     from refinterp import harness
@@ -121,8 +113,8 @@ def cmd_check(args: argparse.Namespace, out: Output) -> int:
     progress, done = _progress_bar(args)
     try:
         results = harness.run_suite(args.suite, spec, options,
-                                    include=_regex(args.include, "-k"),
-                                    exclude=_regex(args.exclude, "--exclude"),
+                                    include=parse_regex(args.include, "-k"),
+                                    exclude=parse_regex(args.exclude, "--exclude"),
                                     shard=_shard(args.shard), jobs=args.jobs,
                                     dask_address=args.dask, expectations=expectations,
                                     progress=progress)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from refinterp.cli.arguments import parse_regex
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -41,16 +42,6 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     show.add_argument("case", metavar="CASE_DIR", help="a case folder (it holds case.json)")
 
 
-def _regex(text: str | None, option: str) -> str | None:
-    if text is None:
-        return None
-    try:
-        re.compile(text)
-    except re.error as error:
-        raise UsageError(f"{option}: not a regular expression: {error}") from None
-    return text
-
-
 def cmd_golden(args: argparse.Namespace, out: Output) -> int:
     """Dispatch to build, verify or show."""
     return {"build": _build, "verify": _verify, "show": _show}[args.golden_command](args, out)
@@ -61,7 +52,7 @@ def _build(args: argparse.Namespace, out: Output) -> int:
 
     if args.jobs < 1:
         raise UsageError("-j must be at least 1")
-    include, exclude = _regex(args.include, "-k"), _regex(args.exclude, "--exclude")
+    include, exclude = parse_regex(args.include, "-k"), parse_regex(args.exclude, "--exclude")
     specs = golden.select(golden.read_tables(args.tables), include, exclude)
     if not specs:
         raise Diagnostic("no case of the tables matches", code="E0901")
@@ -81,7 +72,7 @@ def _build(args: argparse.Namespace, out: Output) -> int:
 def _verify(args: argparse.Namespace, out: Output) -> int:
     from refinterp import golden
 
-    include = _regex(args.include, "-k")
+    include = parse_regex(args.include, "-k")
     if not Path(args.suite).is_dir():
         raise Diagnostic(f"no suite folder '{args.suite}'", code="E0800")
     started = time.perf_counter()

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
-from refinterp.golden.build import BuildError, Computed, compute, relative_to_graph, sha256
+from refinterp.golden.build import Computed, compute, relative_to_graph, sha256
 from refinterp.golden.tolerance import Bound, within
 from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
 from refinterp.numeric.representation import kind_of
@@ -189,7 +189,7 @@ def show_case(folder: str | Path) -> str:
     array in full."""
     folder = Path(folder)
     parts = ["== case.json", (folder / "case.json").read_text(encoding="utf-8").rstrip(),
-             f"== model.sknd", (folder / "model.sknd").read_text(encoding="utf-8").rstrip()]
+             "== model.sknd", (folder / "model.sknd").read_text(encoding="utf-8").rstrip()]
     for name in ("inputs", "params", "outputs", "updated"):
         path = folder / f"{name}.npz"
         if not path.exists():
