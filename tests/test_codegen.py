@@ -135,10 +135,11 @@ def test_a_guard_in_an_untaken_branch_does_not_skip() -> None:
         assert out["y"].tolist() == [True] and out["z"].tolist() == [False, False]
 
 
-def test_int_of_an_infinite_real_takes_the_closure_path() -> None:
+def test_multiplying_by_int_of_an_infinite_real_is_an_error() -> None:
     """int(inf) is the int(+inf) sentinel (docs/semantics.md), on which '*' is an error: the
-    generated kernel must not multiply it as a Python int (it raised a TypeError, found by the
-    vector equality suite)."""
+    generated kernel calls the rule for int(±inf) operands (rules.binary_function) rather than
+    multiplying as Python ints (which raised a TypeError, found by the vector equality suite),
+    and both engines report it; finite values truncate toward zero."""
     from refinterp import api
 
     program = api.load_source("""operator f {
@@ -185,3 +186,188 @@ def test_generated_path_equals_closure_path_under_khronos(path: Path, definition
                 np.testing.assert_array_equal(np.asarray(value), np.asarray(slow[1][name]))
         else:
             assert fast[1] == slow[1]
+
+
+# ------------------------------------------------------------------------ evaluation order
+
+
+def kernel_outcome(text: str, inputs: dict[str, np.ndarray]) -> tuple[str, object]:
+    """Each formula of the one operator in `text` run by its generated kernel alone (no rerun
+    on the tree walk after an error): ("ok", outputs) or ("error", (code, notes))."""
+    from refinterp.lower.scalar import _failure, lowering_arrays
+
+    definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
+    kinds = {"f": "real", "i": "int", "b": "bool"}
+    infos = {k: TensorInfo(kinds[v.dtype.kind], v.shape) for k, v in inputs.items()}
+    instance = instantiate(definition, Invocation({}, infos))
+    plan = plan_lowering(instance)
+    outputs = allocate_outputs(instance, plan)
+    arrays = lowering_arrays(instance, {k: v.copy() for k, v in inputs.items()}, outputs)
+    profile = instance.environment().profile
+    try:
+        for formula in plan.formulas:
+            runner = codegen.compile_formula(instance, formula, arrays, profile, _failure)
+            assert runner is not None, "not generated"
+            runner()
+    except Diagnostic as diag:
+        return "error", (diag.code, list(diag.notes))
+    return "ok", outputs
+
+
+def tree_walk_outcome(text: str, inputs: dict[str, np.ndarray]) -> tuple[str, object]:
+    definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
+    kinds = {"f": "real", "i": "int", "b": "bool"}
+    infos = {k: TensorInfo(kinds[v.dtype.kind], v.shape) for k, v in inputs.items()}
+    instance = instantiate(definition, Invocation({}, infos))
+    try:
+        return "ok", run_lowering(instance, {k: v.copy() for k, v in inputs.items()},
+                                  generated=False)
+    except Diagnostic as diag:
+        return "error", (diag.code, list(diag.notes))
+
+
+ORDER = [  # (value of y[i], the code of the error, the iteration it fails in; None: no error)
+    # reported: the guard of a right operand skipped the iteration where the left one fails
+    ("a[i] / b[i] + c[|i + 1|]", "E0503", "i = 2"),
+    ("a[i] / b[i] + c[i + 1]", "E0503", "i = 2"),         # a range check on the right
+    ("c[|i + 1|] + a[i] / b[i]", None, None),             # the guard on the left skips first
+    ("(a[i] / b[i]) * 2 - c[|i + 1|] * c[i]", "E0503", "i = 2"),
+    ("a[i] % b[i] > c[|i + 1|] ? 1 : 0", "E0503", "i = 2"),
+    ("c[|i <> 0 : a[i] / b[i]|]", "E0503", "i = 2"),  # a bound is computed, used or not
+    ("c[|i + 1 <> a[i] / b[i] : 0|]", "E0503", "i = 2"),
+    ("d[b[i] / b[i], |i + 1|]", "E0503", "i = 2"),        # an index left of a guarded one
+    ("[a[i] / b[i], c[|i + 1|]][0]", "E0503", "i = 2"),   # the items of a pack picked from
+    ("int(real(a[i]) / real(b[i])) + c[|i + 1|]", None, None),  # int(inf) + .. never runs
+    ("int(real(a[i]) / real(b[i])) * 1 + c[|i + 1|]", "E0503", "i = 2"),  # but its '*' does
+    ("(b[i] == 0 ? c[i + 1] : c[i]) + a[i]", "E0501", "i = 2"),  # a check in a branch taken
+]
+
+
+@pytest.mark.parametrize("value, code, where", ORDER, ids=[v for v, _, _ in ORDER])
+def test_an_operand_that_may_fail_fails_before_a_later_guard_or_check(value, code, where):
+    """The tree walk computes operands left to right: an operand that fails (a division by
+    zero) fails before a guard of a later operand skips the iteration or its range check
+    fails. The generated kernel itself (not the tree walk's rerun after an error) must fail
+    in the same iteration with the same kind of error, or succeed with the same values."""
+    text = ("operator f { @input { a: int[3]; b: int[3]; c: int[3]; d: int[3, 3]; } "
+            f"@output {{ y: int[3]; }} @lower {{ y[i] = {value}, i < 3; }} }}")
+    inputs = {"a": np.array([4, 5, 6]), "b": np.array([1, 2, 0]), "c": np.array([7, 8, 9]),
+              "d": np.arange(9).reshape(3, 3)}
+    fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
+    if code is None:
+        assert fast[0] == slow[0] == "ok", (fast, slow)
+        np.testing.assert_array_equal(fast[1]["y"], slow[1]["y"])
+    else:
+        assert fast == slow == ("error", (code, [f"at {where}"])), (fast, slow)
+
+
+def test_the_reported_division_and_guard_fail_alike_through_the_api() -> None:
+    from refinterp import api
+
+    program = api.load_source("""operator f {
+    @input { a: int[n]; b: int[n]; c: int[n]; }
+    @output { y: int[n]; }
+    @lower { y[i] = a[i] / b[i] + c[|i + 1|], i < n; }
+}""")
+    inputs = {"a": np.array([4, 5, 6]), "b": np.array([1, 2, 0]), "c": np.array([7, 8, 9])}
+    for engine in ("scalar", "vector"):
+        with pytest.raises(Diagnostic) as caught:
+            api.evaluate(program, inputs=inputs, engine=engine)
+        assert "division by zero" in caught.value.message and caught.value.notes == ["at i = 2"]
+    inputs["b"] = np.array([1, 2, 3])
+    out = api.evaluate(program, inputs=inputs, engine="scalar").outputs["y"]
+    assert out.tolist() == [4 + 8, 2 + 9, 0]
+
+
+# ------------------------------------------------------------------ loop-invariant values
+
+
+def generated_source(text: str, inputs: dict[str, np.ndarray]) -> str:
+    """The kernel source of the first formula of the operator in `text`."""
+    definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
+    kinds = {"f": "real", "i": "int", "b": "bool"}
+    infos = {k: TensorInfo(kinds[v.dtype.kind], v.shape) for k, v in inputs.items()}
+    instance = instantiate(definition, Invocation({}, infos))
+    plan = plan_lowering(instance)
+    arrays = {**inputs, **allocate_outputs(instance, plan)}
+    return codegen.Generator(instance, plan.formulas[0], arrays,
+                             instance.environment().profile).generate()
+
+
+def loop_body(source: str, variable: str) -> list[str]:
+    """The lines of `source` inside the loop over `variable` (more indented than its `for`)."""
+    lines = source.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.lstrip().startswith(f"for {variable}"))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    return [line for line in lines[start + 1:]
+            if len(line) - len(line.lstrip()) > indent]
+
+
+def test_loop_invariant_values_that_cannot_fail_are_hoisted() -> None:
+    """`sqrt(x[i]) * 2.0` (a local) and `exp(w[i])` depend on i only and cannot raise: they
+    are computed once per i, outside the loop over j; the same values as the tree walk."""
+    text = ("operator f { @input { x: real[n]; w: real[n]; } @output { y: real[n, 4]; } "
+            "@lower { r = `sqrt`(x[i]) * 2.0, y[i, j] = r + `exp`(w[i]) * real(j), "
+            "i < n, j < 4; } }")
+    inputs = {"x": np.array([4.0, -1.0, np.inf]), "w": np.array([0.5, np.nan, -2.0])}
+    inner = "\n".join(loop_body(generated_source(text, inputs), "I_j"))
+    assert "L_r =" not in inner and inner.count("G_") == 1, inner  # real(j) only
+    fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
+    assert fast[0] == slow[0] == "ok"
+    np.testing.assert_array_equal(fast[1]["y"], slow[1]["y"])
+
+
+def test_loop_invariant_values_that_may_fail_stay_in_the_inner_loop() -> None:
+    """`10 / x[i]` depends on i only but may fail: it stays where the tree walk computes it, so
+    the error comes in the same iteration (j = 0 of i = 1), and not at all where the loop over
+    j is empty (the tree walk never computes it there)."""
+    text = ("operator f { @input { x: int[3]; } @output { y: int[3, M]; } "
+            "@lower { r = 10 / x[i], y[i, j] = r + j, i < 3, j < M; } }")
+    inputs = {"x": np.array([5, 0, 2])}
+    source = generated_source(text.replace("M", "2"), inputs)
+    assert any("L_r =" in line for line in loop_body(source, "I_j")), source
+    fast = kernel_outcome(text.replace("M", "2"), inputs)
+    slow = tree_walk_outcome(text.replace("M", "2"), inputs)
+    assert fast == slow == ("error", ("E0503", ["at i = 1, j = 0"])), (fast, slow)
+    fast = kernel_outcome(text.replace("M", "0"), inputs)
+    slow = tree_walk_outcome(text.replace("M", "0"), inputs)
+    assert fast[0] == slow[0] == "ok"
+
+
+def test_a_read_of_the_output_is_not_hoisted() -> None:
+    """`y[i, 0]` depends on i only, but the loop over j writes it (at j = 0): every iteration
+    reads its current value, as on the tree walk."""
+    text = ("operator f { @input { x: real[3]; } @output { y: real[3, 3]; } "
+            "@lower { y[i, j] = y[i, 0] + x[i], i < 3, j < 3; } }")
+    inputs = {"x": np.array([1.0, 2.0, 3.0])}
+    fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
+    assert fast[0] == slow[0] == "ok"
+    np.testing.assert_array_equal(fast[1]["y"], slow[1]["y"])
+    assert fast[1]["y"].tolist() == [[1.0, 2.0, 2.0], [2.0, 4.0, 4.0], [3.0, 6.0, 6.0]]
+
+
+def test_an_input_larger_than_the_iterations_is_read_in_place() -> None:
+    """An input with more elements than the formula has iterations (gather_nd's `data`) is read
+    through a memoryview instead of being copied to a list: the same Python values (-0.0, nan,
+    int64 extremes, bools), errors included."""
+    text = ("operator f { @input { x: real[8]; n: int[8]; b: bool[8]; k: int[2]; } "
+            "@output { y: real[2]; z: int[2]; c: bool[2]; } "
+            "@lower { y[i] = -x[k[i]], i < 2; z[i] = n[k[i]] / 1, i < 2; "
+            "c[i] = !b[k[i]], i < 2; } }")
+    inputs = {"x": np.array([0.0, -0.0, np.nan, np.inf, 1.5, -2.5, 1e-310, 3.0]),
+              "n": np.array([0, 1, -1, 2**63 - 1, -2**63, 5, 6, 7]),
+              "b": np.array([True, False] * 4), "k": np.array([1, 4])}
+    for k, expected in (([1, 4], (0.0, -1.5, 1, -2**63, True, False)),
+                        ([2, 3], (np.nan, -np.inf, -1, 2**63 - 1, False, True))):
+        inputs["k"] = np.array(k)
+        fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
+        assert fast[0] == slow[0] == "ok"
+        for name in ("y", "z", "c"):
+            a, b = np.asarray(fast[1][name]), np.asarray(slow[1][name])
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+        assert np.array_equal(fast[1]["y"], expected[:2], equal_nan=True)
+        assert fast[1]["z"].tolist() == list(expected[2:4])
+        assert fast[1]["c"].tolist() == list(expected[4:])
+    inputs["k"] = np.array([0, 8])
+    fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
+    assert fast == slow == ("error", ("E0501", ["at i = 1"])), (fast, slow)

@@ -161,7 +161,8 @@ def test_real_division_by_a_constant_is_inlined_and_ieee() -> None:
                 f"@lower {{ z[i] = x[i] / {divisor}, i < n; }} }}")
         instance, formula, arrays = _formula(text, {"x": REALS})
         source = codegen.Generator(instance, formula, arrays, rules.SPEC).generate()
-        assert ("F_" in source) == (float(divisor) == 0.0), source  # a call only for 0.0
+        called = "G_" in source or "F_" in source  # a rule function (total or not) is called
+        assert called == (float(divisor) == 0.0), source  # only for 0.0
 
 
 def _round_half_away(x: float) -> float:
@@ -457,3 +458,48 @@ def test_specialized_rules_are_what_the_generic_entry_points_compute(profile) ->
                 got = {rules.INT_POS_INF: "int~+", rules.INT_NEG_INF: "int~-"}.get(
                     result, rules._dispatch_kind(result)) if result.__hash__ else "?"
                 assert rules.select_kind(got, rule.kind) == rule.kind, (op, a, b, result)
+
+
+# ------------------------------------------------------------ functions that never raise
+# codegen hoists a loop-invariant value out of inner loops only where it cannot raise; these
+# are its claims about the rule functions (bound as `G_n`), checked on the special values
+
+KINDS = ("int", "real", "bool", rules.INT_OR_INF)
+SPECIAL = {"int": [0, 1, -1, 7, -7, I64_MAX, I64_MIN, 3**200],
+           "real": REALS.tolist() + [-NAN],
+           "bool": [False, True]}
+SPECIAL[rules.INT_OR_INF] = SPECIAL["int"] + [rules.INT_POS_INF, rules.INT_NEG_INF]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_what_codegen_calls_total_never_raises(profile: str) -> None:
+    checked = 0
+    for left in KINDS:
+        for right in KINDS:
+            for op in rules.ARITHMETIC_OPS + rules.COMPARISON_OPS + rules.LOGICAL_OPS + \
+                    rules.MIN_MAX_OPS:
+                if not codegen.total_binary(op, left, right):
+                    continue
+                function = rules.binary_function(op, left, right, rules.PROFILES[profile])
+                assert function.kind is not None, (op, left, right)
+                for a in SPECIAL[left]:
+                    for b in SPECIAL[right]:
+                        function.function(a, b)  # no exception
+                checked += 1
+        for target in ("int", "real", "bool"):
+            if codegen.total_cast(target, left):
+                for a in SPECIAL[left]:
+                    rules.cast_function(target, left, rules.PROFILES[profile]).function(a)
+                checked += 1
+        for name in rules.BUILTINS:
+            if codegen.total_builtin(name, left):
+                for a in SPECIAL[left]:
+                    rules.builtin_function(name, left, rules.PROFILES[profile]).function(a)
+                checked += 1
+    assert checked > 40
+    # and some that may raise are not claimed
+    assert not codegen.total_binary("/", "int", "int")
+    assert not codegen.total_binary("+", rules.INT_OR_INF, "int")
+    assert not codegen.total_binary("+", "int", "real")  # converted (khronos) or an error
+    assert not codegen.total_cast("int", "real")  # int(nan)
+    assert not codegen.total_builtin("sqrt", "int")

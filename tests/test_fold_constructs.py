@@ -192,16 +192,28 @@ STDLIB: list[tuple[str, dict, dict, Any, bool]] = [
      _linear_resize(RESIZE, (5, 7)), True),
     ("image.linear_upsample", {"input": RESIZE}, {"axes": [2, 3], "factor": [2, 2]}, None,
      True),
+    # the selects on `method` decide a branch whose index guards (or range checks) run only
+    # when it is taken: generated as statements `if c: .. else: ..`
     ("layout.pad", {"input": PAD}, {"padding": [1, 2, 2, 0]},
-     np.pad(PAD, ((1, 2), (2, 0))), False),
+     np.pad(PAD, ((1, 2), (2, 0))), True),
     ("layout.pad", {"input": PAD, "value": np.array(-1.5)}, {"padding": [1, 0, 0, 1]},
-     np.pad(PAD, ((1, 0), (0, 1)), constant_values=-1.5), False),
+     np.pad(PAD, ((1, 0), (0, 1)), constant_values=-1.5), True),
     ("layout.pad", {"input": PAD}, {"padding": [2, 1, 1, 2], "method": "REFLECT"},
-     np.pad(PAD, ((2, 1), (1, 2)), mode="reflect"), False),
+     np.pad(PAD, ((2, 1), (1, 2)), mode="reflect"), True),
     ("layout.pad", {"input": PAD}, {"padding": [2, 1, 1, 2], "method": "REPLICATE"},
-     np.pad(PAD, ((2, 1), (1, 2)), mode="edge"), False),
+     np.pad(PAD, ((2, 1), (1, 2)), mode="edge"), True),
     ("layout.pad", {"input": PAD}, {"padding": [2, 1, 1, 2], "method": "SYMMETRIC"},
-     np.pad(PAD, ((2, 1), (1, 2)), mode="symmetric"), False),
+     np.pad(PAD, ((2, 1), (1, 2)), mode="symmetric"), True),
+    ("layout.pad", {"input": PAD}, {"padding": [0, 0, 2, 3], "method": "REFLECT"},
+     np.pad(PAD, ((0, 2), (0, 3)), mode="reflect"), True),
+    ("layout.pad", {"input": X4}, {"axes": [1, -1], "padding": [1, 0, 2, 3],
+                                   "method": "SYMMETRIC"},
+     np.pad(X4, ((0, 0), (1, 2), (0, 0), (0, 3)), mode="symmetric"), True),
+    ("layout.pad", {"input": (PAD > 0)}, {"padding": [1, 1, 0, 1]},
+     np.pad(PAD > 0, ((1, 0), (1, 1))), True),
+    ("layout.pad", {"input": np.arange(12).reshape(3, 4)},
+     {"padding": [1, 1, 2, 2], "method": "REPLICATE"},
+     np.pad(np.arange(12).reshape(3, 4), ((1, 2), (1, 2)), mode="edge"), True),
 ]
 
 
@@ -240,6 +252,49 @@ def test_out_of_range_gather_indices_fail_alike():
     fast, _ = _both("layout.gather_nd", {"data": GATHER, "indices": indices})
     assert fast[0] == "error" and fast[1][0] == "E0501" and _generated(fast[2])
 
+
+
+def test_pad_too_wide_to_reflect_fails_alike():
+    """REFLECT (and SYMMETRIC) past the opposite edge reads out of range: an error in the same
+    iteration, with the same notes, on both paths (the branch's range check runs where it is
+    taken)."""
+    for method, padding in (("REFLECT", [3, 0, 0, 0]), ("SYMMETRIC", [0, 0, 0, 5])):
+        fast, _ = _both("layout.pad", {"input": PAD}, {"padding": padding, "method": method})
+        assert fast[0] == "error" and fast[1][0] == "E0501" and _generated(fast[2])
+
+
+GRID_INPUT = real(1, 2, 4, 5)
+GRID = RNG.uniform(-1.3, 1.3, (1, 3, 4, 2))
+
+
+def _grid_sample_zeros_linear(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Bilinear grid sampling with zero padding, corners not aligned (PyTorch's default)."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + grid.shape[1:3])
+    for b, p, q in np.ndindex(n, *grid.shape[1:3]):
+        gx, gy = grid[b, p, q]
+        fx, fy = ((gx + 1.0) * w - 1.0) * 0.5, ((gy + 1.0) * h - 1.0) * 0.5
+        x0, y0 = int(np.floor(fx)), int(np.floor(fy))
+        for yy, wy in ((y0, 1.0 - abs(y0 - fy)), (y0 + 1, 1.0 - abs(y0 + 1 - fy))):
+            for xx, wx in ((x0, 1.0 - abs(x0 - fx)), (x0 + 1, 1.0 - abs(x0 + 1 - fx))):
+                if 0 <= yy < h and 0 <= xx < w:
+                    out[b, :, p, q] += wy * wx * x[b, :, yy, xx]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])
+@pytest.mark.parametrize("padding", ["ZEROS", "REFLECT", "REPLICATE"])
+def test_grid_sample_is_generated_bit_identical(mode, padding):
+    """The taps outside the input (ZEROS) are a select whose taken branch reads the input; the
+    cubic weights and the reflected index are element-wise selects on a pack computed at run
+    time (fold.SelectItem: nothing in them can fail, so only the item taken is computed)."""
+    fast, _ = _both("image.grid_sample", {"input": GRID_INPUT, "grid": GRID},
+                    {"mode": mode, "padding": padding})
+    assert fast[0] == "ok" and _generated(fast[2])
+    if (mode, padding) == ("LINEAR", "ZEROS"):
+        np.testing.assert_allclose(fast[1]["output"],
+                                   _grid_sample_zeros_linear(GRID_INPUT, GRID), rtol=1e-12,
+                                   atol=1e-12)
 
 # ---------------------------------------------------------------- formulas written here
 
@@ -287,15 +342,22 @@ def test_errors_in_folds_and_colon_items_happen_in_the_same_iteration():
     assert fast[0] == "error" and fast[1][0] == "E0501" and _generated(fast[2])
 
 
-def test_a_guarded_fold_item_or_colon_index_stays_on_the_tree_walk():
-    """A skip among the items (the tree walk computes every item before the first
-    operation) is not folded; neither is a guard beside ':'."""
+def test_a_guarded_fold_item_is_generated_but_a_guard_beside_colon_is_not():
+    """A skip among a fold's items: generated code computes every item, left to right, before
+    the first operation, as the tree walk does (an item that may fail comes before a later
+    item's guard). A guard beside ':' stays on the tree walk (its position is resolved once)."""
     program = _program("y[i] = [x[|i + 1|], 10 / x[i]] + .., i < n; "
                        "z[i] = x2[|i + 1|, :] + .., i < n;", "x: int[n]; x2: int[n, 2];",
                        "y: int[n]; z: int[n];")
     fast, _ = _both(program, {"x": np.array([1, 2, 0]), "x2": np.ones((3, 2), dtype=int)})
-    assert fast[0] == "ok" and fast[2] == [False, False]
+    assert fast[0] == "ok" and fast[2] == [True, False]
     assert fast[1]["y"].tolist() == [12, 5, 0] and fast[1]["z"].tolist() == [2, 2, 0]
+    # the division fails at i = 2 before the guard of the item after it skips
+    program = _program("y[i] = [10 / x[i], x[|i + 1|], x[i]] + .., i < n;", "x: int[n];",
+                       "y: int[n];")
+    fast, _ = _both(program, {"x": np.array([1, 2, 0])})
+    assert fast[0] == "error" and "zero" in fast[1][1] and "i = 2" in " ".join(fast[1][2])
+    assert _generated(fast[2])
 
 
 def test_counts_repeat_or_drop_an_index():

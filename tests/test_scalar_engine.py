@@ -106,3 +106,93 @@ def test_a_failing_constant_fails_only_in_an_iteration_that_computes_it() -> Non
         with pytest.raises(Diagnostic, match="division by zero") as caught:
             run_lowering(instance, {"m": np.array([False, True])}, generated=generated)
         assert caught.value.notes == ["at i = 1"]
+
+
+def test_a_fold_with_an_initial_value_starts_from_it_in_every_evaluator() -> None:
+    """§2.4 `x op .. op init`: the fold of x starting from init, `((init op x0) op x1) ..`
+    (`expr.fold_from`), at compile time, on the tree walk and in generated code alike. With
+    reals the order shows in the rounding: from -1e16, adding 1e16, 1.0 and 1.0 gives 2.0;
+    the items first, `((1e16 + 1.0) + 1.0) + -1e16`, would give 0.0 (each 1.0 is lost next to
+    1e16). An empty x gives init, even for `<<`, whose plain fold of an empty pack is null."""
+    from refinterp import api
+    from refinterp.lower import scalar
+
+    x, init = [1e16, 1.0, 1.0], -1e16
+    from_init = init
+    for item in x:  # computed independently: left to right from init
+        from_init = from_init + item
+    items_first = ((x[0] + x[1]) + x[2]) + init
+    assert (from_init, items_first) == (2.0, 0.0)  # the order matters for these values
+
+    assert api.evaluate_expression("x + .. + c", {"x": x, "c": init}) == from_init
+    assert api.evaluate_expression("x * .. * 3.0", {"x": [0.1, 0.7]}) == (3.0 * 0.1) * 0.7
+    assert api.evaluate_expression("x << .. << 7", {"x": []}) == 7
+
+    program = api.load_source("""operator f {
+    @input { x: real[n, 3]; c: real[n]; }
+    @output { y: real[n]; z: real[n]; m: real[n]; }
+    @lower {
+        y[i] = x[i, :] + .. + c[i], i < n;
+        z[i] = [x[i, 1], x[i, 2]] * .. * c[i], i < n;
+        p = x[i, :], m[i] = p[3:] << .. << c[i], i < n;
+    }
+}""")
+    inputs = {"x": np.array([x, [0.1, 0.7, 0.3]]), "c": np.array([init, 3.0])}
+    original = scalar.compile_formula
+    results = []
+    for generated in (True, False):
+        if not generated:
+            scalar.compile_formula = lambda *args: None
+        logged: list[str] = []
+        try:
+            results.append(api.evaluate(program, inputs=inputs, engine="scalar",
+                                        log=lambda instance, how: logged.append(how)).outputs)
+        finally:
+            scalar.compile_formula = original
+        assert ("tree walk" in logged[0]) != generated, logged
+    for outputs in results:
+        assert outputs["y"].tolist() == [from_init, ((3.0 + 0.1) + 0.7) + 0.3]
+        assert outputs["z"].tolist() == [(init * 1.0) * 1.0, (3.0 * 0.7) * 0.3]
+        assert outputs["m"].tolist() == [init, 3.0]
+
+
+def test_long_attribute_packs_are_typed_alike_and_fast() -> None:
+    """A long pack of plain values (layout.constant's 25 600 values) is typed by one look per
+    Python type: the same type as item by item, the same error for a mixed pack, the same
+    diagnostic for a wrong item type."""
+    import time
+
+    import pytest
+
+    from refinterp import api
+    from refinterp.core.diagnostics import Diagnostic
+    from refinterp.language.types import Type, type_of_value
+    from refinterp.language.values import NULL
+
+    def item_by_item(value: tuple) -> Type:
+        items = {type_of_value(v) for v in value}
+        if len(items) > 1:
+            raise ValueError("a pack mixes types")
+        return Type(items.pop().base if items else "any", packed=True)
+
+    for pack in ((1.5, 2.0), (1, 2, 3), (True, False), ("a", "b"), (), (NULL,), (1, 2.0),
+                 (True, 1), ((1, 2), (3, 4)), (np.float64(1.0), 2.0), (1.0,) * 1000):
+        try:
+            expected: object = item_by_item(pack)
+        except ValueError as error:
+            expected = str(error)
+        try:
+            got: object = type_of_value(pack)
+        except ValueError as error:
+            got = str(error)
+        assert got == expected, pack
+
+    values = [float(v) for v in range(160 * 160)]
+    start = time.perf_counter()
+    out = api.evaluate("layout.constant", attributes={"shape": [160, 160], "value": values},
+                       engine="scalar").outputs["output"]
+    assert out.ravel().tolist() == values and time.perf_counter() - start < 1.0
+    with pytest.raises(Diagnostic) as caught:
+        api.evaluate("quant.zero_point_linear_quantize", inputs={"input": np.ones((1, 2))},
+                     attributes={"zero_point": [0.5, 1.5], "scale": [1.0, 1.0], "bits": 8})
+    assert "attribute 'zero_point'" in caught.value.message

@@ -334,3 +334,27 @@ def test_int_infinity_values_fall_back():
     text = op("x: real[1]; n: int[1];", "y: int[1];", "y[i] = int(x[0]), i < 1;",
               "y[i] += n[0], i < 1;")
     check_equal(Example(text, {"x": np.array([np.inf]), "n": np.array([3])}))
+
+
+def test_a_fold_with_an_initial_value_starts_from_it_on_both_engines() -> None:
+    """§2.4 `x op .. op init` is ((init op x0) op x1) ...: the vector engine follows the same
+    rule as the scalar engine (the order changes the rounding of a sum)."""
+    import refinterp.api as api
+
+    program = api.load_source("""
+operator f {
+    @input { x: real[n, 3]; }
+    @output { y: real[n]; z: real[n]; }
+    @lower {
+        y[i] = x[i, :] + .. + -1e16, i < n;
+        z[i] = x[i, :] << .. << 5.0, i < n;
+    }
+}
+""")
+    x = np.array([[1e16, 1.0, 1.0], [3.0, 7.0, 9.0]])
+    expected_y = [((-1e16 + a) + b) + c for a, b, c in x.tolist()]  # from init, left to right
+    expected_z = [min(5.0, *row) for row in x.tolist()]
+    for engine in ("scalar", "vector"):
+        outputs = api.evaluate(program, inputs={"x": x}, engine=engine).outputs
+        assert outputs["y"].tolist() == expected_y and expected_y[0] == 2.0
+        assert outputs["z"].tolist() == expected_z

@@ -17,7 +17,7 @@ from refinterp.core.diagnostics import EvalDiagnostic
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
 from refinterp.language.types import (
-    CASTS, FOLDS_WITH_INITIAL, Scope, Type, check_expr, type_of_value,
+    CASTS, Scope, Type, check_expr, fold_with_initial, type_of_value,
 )
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted
 
@@ -207,8 +207,7 @@ class Evaluator(ExprVisitor[Value]):
         if op == "??":  # §2.4 null coalescing; lazy: the right side only when needed
             left = self.eval(node.left)
             return left if left is not NULL else self.eval(node.right)
-        if isinstance(node.left, ast.Fold) and node.left.op == op and \
-                not node.left.cumulative and op in FOLDS_WITH_INITIAL:
+        if fold_with_initial(node):
             return self.eval_fold_with_initial(node)
         left, right = self.eval(node.left), self.eval(node.right)
         if op == "in":
@@ -221,19 +220,17 @@ class Evaluator(ExprVisitor[Value]):
             node, lambda a, b: self.numeric(node, rules.binary, op, a, b), left, right)
 
     def eval_fold_with_initial(self, node: ast.Binary) -> Value:
-        """§2.4: `x + .. + 42` folds x starting from 42, so an empty x gives 42 (even for
-        `<<` / `>>`, whose plain fold of an empty pack is null)."""
+        """`x + .. + 42`: `fold_from` (an initial pack: one fold per item)."""
         fold = node.left
         assert isinstance(fold, ast.Fold)
         pack, initial = self.eval(fold.operand), self.eval(node.right)
         if pack is NULL or initial is NULL:
             return NULL
-        return self.elementwise(node, lambda init: self.reduce(node, node.op, pack, init),
-                                initial)
 
-    def reduce(self, node: ast.Node, op: str, pack: tuple, initial: Value) -> Value:
-        return _reduce(lambda o, a, b: self.numeric(node, rules.binary, o, a, b), op, pack,
-                       initial)
+        def binary(op: str, a: Value, b: Value) -> Value:
+            return self.numeric(node, rules.binary, op, a, b)
+        return self.elementwise(node, lambda init: fold_from(node.op, pack, init, binary),
+                                initial)
 
     def visit_Select(self, node: ast.Select) -> Value:
         """§2.4 select. A single condition evaluates only the taken branch, so a null in the
@@ -390,6 +387,16 @@ def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,
             return pack[0]
         return NULL
     raise ValueError(f"unknown fold '{op} ..'")
+
+
+def fold_from(op: str, pack: tuple, initial: Value,
+              binary: Callable[[str, Value, Value], Value]) -> Value:
+    """§2.4 `x op .. op init` (types.fold_with_initial) of a non-null pack x and one non-null
+    initial value — THE rule, shared by the compile-time evaluator and the @lower engines:
+    the fold of x starting from init, `((init op x0) op x1) ..` (the left-deep order of
+    `fold_pack`, from init); so an empty x gives init, even for `<<` / `>>`, whose plain fold
+    of an empty pack is null."""
+    return _reduce(binary, op, pack, initial)
 
 
 def _reduce(binary: Callable[[str, Value, Value], Value], op: str, pack: tuple,

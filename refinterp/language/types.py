@@ -32,6 +32,15 @@ ORDER_FOLDS = ("<", "<=", ">", ">=")
 FOLDS_WITH_INITIAL = ("+", "*", "&&", "||", "<<", ">>")
 
 
+def fold_with_initial(node: ast.Expr) -> bool:
+    """`x op .. op init` (§2.4 Folding: "a fold expression naturally combines with the same
+    binary operator to result in an expression that has an initial value to the fold"): a
+    binary `op` whose left operand is a (not cumulative) fold with the same `op`, one of
+    FOLDS_WITH_INITIAL. Its value is `expr.fold_from`: the fold of x starting from init."""
+    return isinstance(node, ast.Binary) and isinstance(node.left, ast.Fold) and \
+        node.left.op == node.op and not node.left.cumulative and node.op in FOLDS_WITH_INITIAL
+
+
 @dataclass(frozen=True)
 class Type:
     """The type of a compile-time expression or a declaration.
@@ -242,8 +251,7 @@ class Checker(ExprVisitor[Type]):
             if not self.is_numeric(base):
                 raise self.fail(node, f"'{op}' needs int or real operands; got {left} and "
                                       f"{right}")
-            if (isinstance(node.left, ast.Fold) and node.left.op == op and
-                    not node.left.cumulative and op in FOLDS_WITH_INITIAL):
+            if fold_with_initial(node):
                 # A fold with an initial value (§2.4): never null for an empty pack.
                 operand = self.types[id(node.left.operand)]
                 optional = operand.optional or right.optional
@@ -466,6 +474,9 @@ def type_of_value(value: object) -> Type:
     if isinstance(value, TensorValue):
         return Type(value.dtype, tensor=True)
     if isinstance(value, tuple):
+        plain = set(map(type, value))  # a long pack of plain values: one look per type
+        if len(plain) == 1 and plain <= {bool, int, float, str}:
+            return Type(type_of_value(value[0]).base, packed=True)
         items = {type_of_value(v) for v in value}
         if len(items) > 1:
             raise ValueError("a pack mixes types")

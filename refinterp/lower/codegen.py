@@ -15,11 +15,21 @@ inlined only where a Python operator is that function: `+ - *` on two ints or tw
 ints, IEEE reals), comparisons of one type, unary `- + !`, the logical operators on bools, real
 `/` by a non-zero compile-time constant, and casts of a value to its own type. Kinds are "int",
 "real", "bool" and the int kinds that may be int(±inf) (rules.INT_OR_INF ...: `int(real)`), on
-which only comparisons and unary `-` are inlined (`rules.IntInfinity` implements those).
+which only comparisons and unary `-` are inlined (`rules.IntInfinity` implements those);
+`real(i)` of an index expression is Python's `float`.
+
+Order: operands are computed left to right, as on the tree walk. Guards and range checks are
+lines before the expression that uses them, so an operand that may raise (a call of a rule
+function, `may_raise`) left of an operand emitting such lines is computed into a temp before
+them (`Generator.in_order`); a select whose branch emits lines is an `if`/`else` statement, so
+they act only when the branch is taken. A value that depends only on outer loop indices and
+cannot raise is computed once per iteration of the loop binding its last index
+(`Generator.hoist`); one that may raise stays where the tree walk computes it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -29,14 +39,89 @@ from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate
 from refinterp.language.invocation import OperatorInstance
-from refinterp.language.types import CASTS
+from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import TensorValue
-from refinterp.lower.fold import fold_formula
+from refinterp.lower.fold import FOLD_OPS, SelectItem, arithmetic_operands, fold_formula
 from refinterp.lower.plan import INT64_MAX, INT64_MIN, UPDATE_OPS, Formula
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
+
+
+# Generated code raises in check lines and in calls of rule functions (`F_n(..)`, see
+# `Generator.bound`) only: an index in an expression is in range where it is evaluated.
+_CALL = re.compile(r"\bF_\d+\(")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*")
+_TEMPORARY = re.compile(r"(t|v|o)\d*")  # computed by body lines: never loop-invariant
+_HOISTED = re.compile(r"\bH_\d+\b")
+_CONSTANT = re.compile(r"-?\d+|K\[\d+\]|True|False")
+
+
+def may_raise(source: str) -> bool:
+    """Evaluating the generated expression `source` may raise (a rule function's error)."""
+    return _CALL.search(source) is not None
+
+
+def _atomic(source: str) -> bool:
+    """`source` stands as one operand wherever it is put: a name or number, or a name (or
+    nothing) followed by one bracketed group that ends it (`(a + b)`, `F_1(x)`, `T_0[o]`)."""
+    if _IDENTIFIER.fullmatch(source) or source.isdigit():
+        return True
+    start = min((source.find(b) for b in "([" if b in source), default=-1)
+    if start < 0 or not _IDENTIFIER.fullmatch(source[:start] or "_"):
+        return False
+    depth = 0
+    for position, char in enumerate(source[start:], start):
+        depth += (char in "([") - (char in ")]")
+        if depth == 0:
+            return position == len(source) - 1
+    return False
+
+
+def total_binary(op: str, left: str, right: str) -> bool:
+    """The function rules.binary_function gives for `op` on these kinds never raises: IEEE
+    arithmetic on two reals (no error, see rules.real_divide), minimum, maximum and
+    comparisons of one type, the logical operators. Int `+ - *` on int(±inf) kinds, int
+    `/ \\ % **` (division by zero, negative powers) and converted mixed operands may raise."""
+    op, a, b = rules.OP_ALIASES.get(op, op), rules.kind_type(left), rules.kind_type(right)
+    if a != b:
+        return False
+    if op in rules.COMPARISON_OPS:
+        return a in ("int", "real", "bool")
+    if op in rules.MIN_MAX_OPS:
+        return a in ("int", "real")
+    if a == "real":
+        return op in rules.ARITHMETIC_OPS
+    return a == "bool" and op in rules.LOGICAL_OPS
+
+
+def total_cast(target: str, kind: str) -> bool:
+    """rules.cast_function(target, kind) never raises: to real (int(±inf) and ints beyond
+    the float range give ±inf), to bool, and int of a bool; not int of a real (int(nan))."""
+    source = rules.kind_type(kind)
+    if source not in rules.CASTABLE:
+        return False
+    return target in ("real", "bool") or (target == "int" and source == "bool")
+
+
+def total_builtin(name: str, kind: str) -> bool:
+    """rules.builtin_function(name, kind) never raises: the real functions on a real (IEEE
+    results outside their domain), abs and sign on an int or a real."""
+    source = rules.kind_type(kind)
+    if name in rules.REAL_BUILTINS:
+        return source == "real"
+    return name in rules.NUM_BUILTINS and source in ("int", "real")
+
+
+def _combine(op: str, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The interval of `x op y` for x in `a`, y in `b` (op `+ - *`)."""
+    if op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    products = [x * y for x in a for y in b]
+    return min(products), max(products)
 
 
 class Unsupported(Exception):
@@ -86,6 +171,19 @@ class Generator(ExprVisitor[tuple[str, str]]):
         self.prologue: dict[str, str] = {}  # variable -> its definition before the loops
         self.lines: list[str] = []
         self.temp = 0
+        # loop-invariant code motion: the loop variables by depth (1 the outermost), the
+        # depth at which each local and hoisted value `H_n` is computed, and the lines
+        # computed at each depth before the loop inside it (0: before the loops)
+        self.depth: dict[str, int] = {}
+        for r in formula.indices:
+            names = [f"I_{r.name}_{k}" for k in range(len(r.bound))] \
+                if isinstance(r.bound, tuple) else [f"I_{r.name}"]
+            for name in names:
+                self.depth[name] = len(self.depth) + 1
+        self.innermost = max(len(self.depth), 1)
+        self.levels: dict[str, int] = {}
+        self.hoisted: dict[int, dict[str, str]] = {}  # depth -> variable -> its value
+        self.hoists = 0
 
     # ------------------------------------------------------------------ helpers
 
@@ -96,6 +194,33 @@ class Generator(ExprVisitor[tuple[str, str]]):
     def fresh(self) -> str:
         self.temp += 1
         return f"t{self.temp}"
+
+    def settle(self, sources: list[str], at: int) -> list[str]:
+        """`sources` of operands computed before the lines emitted from `at` on (guards, range
+        checks): each one that may raise is computed into a temp inserted at `at`, in order,
+        so that it fails before those lines act, as on the tree walk (left to right)."""
+        result = []
+        for source in sources:
+            if may_raise(source):
+                temp = self.fresh()
+                self.lines.insert(at, f"{temp} = {source}")
+                at += 1
+                source = temp
+            result.append(source)
+        return result
+
+    def in_order(self, nodes: list[ast.Expr]) -> list[tuple[str, str]]:
+        """(Source, kind) of each node, computed left to right as on the tree walk: where a
+        node emits lines, the operands left of it that may raise are computed first."""
+        results: list[tuple[str, str]] = []
+        for node in nodes:
+            emitted = len(self.lines)
+            source, kind = self.visit(node)
+            if len(self.lines) != emitted and results:
+                sources = self.settle([s for s, _ in results], emitted)
+                results = [(s, k) for s, (_, k) in zip(sources, results)]
+            results.append((source, kind))
+        return results
 
     def tensor(self, name: str) -> tuple[str, np.ndarray]:
         array = self.arrays.get(name)
@@ -182,16 +307,15 @@ class Generator(ExprVisitor[tuple[str, str]]):
         if isinstance(node, ast.Name) and node.name in self.indices:
             bound = self.indices[node.name]
             return None if isinstance(bound, tuple) else (0, bound - 1)
-        if isinstance(node, ast.Binary) and node.op in ("+", "-", "*"):
-            left, right = self.interval(node.left), self.interval(node.right)
-            if left is None or right is None:
+        operands = arithmetic_operands(node)
+        if operands is not None:  # `a op b` or a fold `[a, b, ..] op ..`
+            intervals = [self.interval(o) for o in operands]
+            if any(i is None for i in intervals):
                 return None
-            if node.op == "+":
-                return left[0] + right[0], left[1] + right[1]
-            if node.op == "-":
-                return left[0] - right[1], left[1] - right[0]
-            products = [a * b for a in left for b in right]
-            return min(products), max(products)
+            result = intervals[0]
+            for interval in intervals[1:]:
+                result = _combine(node.op, result, interval)
+            return result
         try:
             folded = self.compile_time(node)
         except Unsupported:
@@ -227,11 +351,74 @@ class Generator(ExprVisitor[tuple[str, str]]):
     # ------------------------------------------------------------------ expressions
 
     def visit(self, node: Any, *args: Any) -> tuple[str, str]:
-        """(Python source, kind) of a scalar expression; a compile-time one is a constant."""
+        """(Python source, kind) of a scalar expression; a compile-time one is a constant, a
+        loop-invariant one that cannot fail is hoisted (`hoist`)."""
         folded = self.compile_time(node)
         if folded is not None:
             return folded
-        return super().visit(node, *args)
+        emitted = len(self.lines)
+        source, kind = super().visit(node, *args)
+        if len(self.lines) == emitted:
+            source = self.hoist(source)
+        return source, kind
+
+    def hoist(self, source: str) -> str:
+        """`source` (an expression that emitted no lines) computed once per iteration of the
+        loop binding the last index it depends on, into a variable `H_n`, where that is not
+        the innermost loop and it cannot raise: evaluating it earlier, or in iterations that
+        are skipped, or where an inner loop is empty, then changes nothing."""
+        if source.isidentifier() or may_raise(source) or _CONSTANT.fullmatch(source):
+            return source
+        level = self.level(source)
+        if level >= self.innermost:
+            return source
+        for name, value in self.hoisted.get(level, {}).items():
+            if value == source and name.startswith("H_"):  # computed there already
+                return name
+        self.hoists += 1
+        name = f"H_{self.hoists}"
+        self.define(name, source, level)
+        return name
+
+    def define(self, name: str, source: str, level: int) -> None:
+        """Compute the variable `name` as `source` at loop depth `level`."""
+        self.hoisted.setdefault(level, {})[name] = source
+        self.levels[name] = level
+
+    def merge_hoisted(self, body: list[str]) -> None:
+        """A hoisted value read once in all the kernel, by a later value hoisted to the same
+        depth, is computed inside that one (`H_2 = (a * b) + c` rather than `H_1 = a * b`
+        and `H_2 = H_1 + c`)."""
+        text = "\n".join([*body, *(v for values in self.hoisted.values() for v in values.values())])
+        uses: dict[str, int] = {}
+        for name in _HOISTED.findall(text):
+            uses[name] = uses.get(name, 0) + 1
+        for values in self.hoisted.values():
+            for name in [n for n in values if n.startswith("H_") and uses.get(n) == 1]:
+                pattern = re.compile(rf"\b{name}\b")
+                reader = next((n for n in values if n != name and pattern.search(values[n])),
+                              None)
+                if reader is None:  # read in the body, or at another depth
+                    continue
+                value = values.pop(name)
+                value = value if _atomic(value) else f"({value})"
+                values[reader] = pattern.sub(lambda _: value, values[reader])
+
+    def level(self, source: str) -> int:
+        """The loop depth after which `source` has its final value in an iteration: that of
+        the innermost loop variable, local or hoisted value it reads; the innermost depth
+        where it reads a temporary of the body or the output (written in the loops)."""
+        output = self.tensors.get(self.formula.output)
+        level = 0
+        for name in _IDENTIFIER.findall(source):
+            if name in self.depth:
+                level = max(level, self.depth[name])
+            elif name in self.levels:
+                level = max(level, self.levels[name])
+            elif _TEMPORARY.fullmatch(name) or \
+                    (output is not None and (name == output or name.startswith(output + "_"))):
+                return self.innermost
+        return level
 
     def visit_Name(self, node: ast.Name) -> tuple[str, str]:
         if node.name in self.indices:
@@ -289,21 +476,44 @@ class Generator(ExprVisitor[tuple[str, str]]):
         return f"(not {operand})", rule.kind
 
     def visit_Select(self, node: ast.Select) -> tuple[str, str]:
+        """`c ? a : b`: the condition, then only the branch taken, as on the tree walk. Where
+        a branch guards or checks an index, the select is a statement `if c: .. else: ..`
+        whose branches compute their value into a temp, so their lines act only when taken;
+        otherwise a Python conditional expression."""
         if node.otherwise is None:
             raise Unsupported("select without an else branch")
         cond, kind = self.visit(node.cond)
-        emitted = len(self.lines)
+        outer, self.lines = self.lines, []
         then, then_kind = self.visit(node.then)
+        then_lines = self.take()
         other, other_kind = self.visit(node.otherwise)
+        other_lines = self.take()
+        self.lines = outer
         # branches of different types have no kind before they run (the closure path selects
         # values as they are); int kinds differ by the int(±inf) they may be
         result = rules.select_kind(then_kind, other_kind)
         if kind != "bool" or result is None:
             raise Unsupported("select")
-        if len(self.lines) != emitted:
-            # a guard or range check in a branch must only act when that branch is
-            # taken (the closure path evaluates just the chosen branch)
-            raise Unsupported("checks inside a branch")
+        if not then_lines and not other_lines:
+            return f"({then} if {cond} else {other})", result
+        temp = self.fresh()
+        self.lines.append(f"if {cond}:")
+        self.lines.extend(f"    {line}" for line in [*then_lines, f"{temp} = {then}"])
+        self.lines.append("else:")
+        self.lines.extend(f"    {line}" for line in [*other_lines, f"{temp} = {other}"])
+        return temp, result
+
+    def visit_SelectItem(self, node: SelectItem) -> tuple[str, str]:
+        """An item of an element-wise select (refinterp.lower.fold.SelectItem): the tree walk
+        computes both branches, so it is compiled only where nothing in it can fail."""
+        emitted = len(self.lines)
+        (cond, kind), (then, then_kind), (other, other_kind) = (
+            self.visit(part) for part in (node.cond, node.then, node.otherwise))
+        result = rules.select_kind(then_kind, other_kind)
+        if len(self.lines) != emitted or any(map(may_raise, (cond, then, other))):
+            raise Unsupported("element-wise select that may fail")
+        if kind != "bool" or result is None:
+            raise Unsupported("select")
         return f"({then} if {cond} else {other})", result
 
     def visit_Builtin(self, node: ast.Builtin) -> tuple[str, str]:
@@ -320,24 +530,39 @@ class Generator(ExprVisitor[tuple[str, str]]):
 
     visit_IntLiteral = visit_RealLiteral = visit_BoolLiteral = visit_Constant = unsupported
     visit_StringLiteral = visit_Placeholder = visit_ListExpr = visit_Range = unsupported
-    visit_Expand = visit_Zip = visit_Fold = visit_Slice = visit_Bounded = unsupported
+    visit_Expand = visit_Zip = visit_Slice = visit_Bounded = unsupported
     visit_Substitute = visit_Member = unsupported
 
     def visit_Binary(self, node: ast.Binary) -> tuple[str, str]:
-        """`a op b` by rules.binary_function for the operands' kinds (mixed ones converted as
-        the profile says): inline where Python's operator is that rule, else a call."""
-        left, left_kind = self.visit(node.left)
-        right, right_kind = self.visit(node.right)
-        rule = rules.binary_function(node.op, left_kind, right_kind, self.profile)
+        if fold_with_initial(node):  # `[p0, ..] op .. op init`, as fold.py leaves it
+            return self.fold(node.op, node.left, node.right)
+        (left, left_kind), (right, right_kind) = self.in_order([node.left, node.right])
+        return self.binary(node.op, left, left_kind, right, right_kind)
+
+    def binary(self, op: str, left: str, left_kind: str, right: str, right_kind: str
+               ) -> tuple[str, str]:
+        """`left op right` by rules.binary_function for the operands' kinds (mixed ones
+        converted as the profile says): inline where Python's operator is that rule, else a
+        call."""
+        rule = rules.binary_function(op, left_kind, right_kind, self.profile)
         if rule.kind is None:  # an error in every iteration: the closure path reports it
-            raise Unsupported(f"'{node.op}' on {left_kind} and {right_kind}")
-        op = rules.OP_ALIASES.get(node.op, node.op)
+            raise Unsupported(f"'{op}' on {left_kind} and {right_kind}")
+        op = rules.OP_ALIASES.get(op, op)
         same = left_kind == right_kind
         if op in ("+", "-", "*") and same and left_kind in ("int", "real"):
             return f"({left} {op} {right})", rule.kind
         if op in rules.COMPARISON_OPS and \
                 rules.kind_type(left_kind) == rules.kind_type(right_kind):  # none converted
             return f"({left} {op} {right})", rule.kind
+        if op in ("&&", "||") and ({left, right} & {"True", "False"}):
+            # a compile-time operand (`c || ..` folded): both are computed, so the other one
+            # is dropped only where it cannot raise
+            known, other = (left, right) if left in ("True", "False") else (right, left)
+            absorbing = "False" if op == "&&" else "True"
+            if known != absorbing:
+                return other, rule.kind
+            if not may_raise(other):
+                return known, rule.kind
         if op in ("&&", "||", "^", "=>"):  # of two bools
             # both operands are evaluated, as on the closure path (no short circuit)
             source = {"&&": f"({left} & {right})", "||": f"({left} | {right})",
@@ -347,7 +572,34 @@ class Generator(ExprVisitor[tuple[str, str]]):
                 self.constant_value(right) not in (None, 0.0):
             # rules.real_divide is Python's `/` but for a zero divisor
             return f"({left} / {right})", rule.kind
-        return f"{self.bound(rule.function)}({left}, {right})", rule.kind
+        return f"{self.bound(rule.function, total_binary(op, left_kind, right_kind))}" \
+               f"({left}, {right})", rule.kind
+
+    def visit_Fold(self, node: ast.Fold) -> tuple[str, str]:
+        return self.fold(node.op, node, None)
+
+    def fold(self, op: str, node: ast.Fold, initial: ast.Expr | None) -> tuple[str, str]:
+        """`[p0, p1, ..] op ..` as refinterp.lower.fold leaves it (at least two items, not
+        cumulative), or `[p0, ..] op .. op init` (at least one item): every item computed left
+        to right, then init, then the left-deep chain `(p0 op p1) op p2 ..`
+        (`expr.fold_pack`), or `((init op p0) op p1) ..` (`expr.fold_from`), as on the tree
+        walk. The operands that may raise are computed into temps first, so that no
+        operation fails before a later operand."""
+        operand = node.operand
+        if node.cumulative or op not in FOLD_OPS or not isinstance(operand, ast.ListExpr) or \
+                len(operand.items) < (2 if initial is None else 1) or \
+                any(isinstance(i, (ast.Expand, ast.Range)) for i in operand.items):
+            raise Unsupported(f"fold '{op} ..'")
+        parts = [*operand.items, *([initial] if initial is not None else [])]
+        computed = self.in_order(parts)
+        sources = self.settle([s for s, _ in computed], len(self.lines))
+        chain = list(zip(sources, (k for _, k in computed)))
+        if initial is not None:  # the chain starts from init
+            chain = [chain[-1], *chain[:-1]]
+        result, kind = chain[0]
+        for source, item_kind in chain[1:]:
+            result, kind = self.binary(op, result, kind, source, item_kind)
+        return result, kind
 
     def call(self, name: str, args: tuple[ast.Expr, ...]) -> tuple[str, str]:
         """A cast or a one-argument built-in function, by the numeric rules (the function
@@ -360,20 +612,29 @@ class Generator(ExprVisitor[tuple[str, str]]):
             if target == rules.kind_type(kind):  # a no-op (§2.4) on a generated Python value
                 return operand, kind
             rule = rules.cast_function(target, kind, self.profile)
+            total = total_cast(target, kind)
+            interval = self.interval(args[0]) if (target, kind) == ("real", "int") else None
+            if interval is not None and INT64_MIN <= interval[0] and interval[1] <= INT64_MAX:
+                # an index expression, far within the float range: rules' real(int) is
+                # Python's float there (it only differs past the range, giving ±inf)
+                return f"{self.bound(float, True)}({operand})", rule.kind
         else:
             rule = rules.builtin_function(name, kind, self.profile)
+            total = total_builtin(name, kind)
         if rule.kind is None:  # an error in every iteration: the closure path reports it
             raise Unsupported(f"'{name}' of {kind}")
-        return f"{self.bound(rule.function)}({operand})", rule.kind
+        return f"{self.bound(rule.function, total)}({operand})", rule.kind
 
-    def bound(self, function: Callable) -> str:
+    def bound(self, function: Callable, total: bool = False) -> str:
         """A kernel variable holding `function`, bound once before the loops (a local is read
-        faster than `K[n]`)."""
+        faster than `K[n]`): `G_n` for a function that never raises on the operands it gets
+        (`total`), else `F_n` (`may_raise` looks for calls of those)."""
+        prefix = "G" if total else "F"
         for n, known in enumerate(self.constants):
-            if known is function and f"F_{n}" in self.prologue:
-                return f"F_{n}"
+            if known is function and f"{prefix}_{n}" in self.prologue:
+                return f"{prefix}_{n}"
         source = self.constant(function)
-        name = f"F_{len(self.constants) - 1}"
+        name = f"{prefix}_{len(self.constants) - 1}"
         self.prologue[name] = f"{name} = {source}"
         return name
 
@@ -430,14 +691,11 @@ class Generator(ExprVisitor[tuple[str, str]]):
         if len(node.items) != 1 or node.trailing_comma or \
                 any(isinstance(i, (ast.Expand, ast.Range)) for i in items):
             raise Unsupported("pack indexing")
-        emitted = len(self.lines)
-        sources = [self.visit(i) for i in items]
         position = node.items[0]
-        index = self.index_value(position)
-        if len({kind for _, kind in sources}) != 1 or not self.in_range(position, len(items)):
+        *sources, (index, index_kind) = self.in_order([*items, position])
+        if len({kind for _, kind in sources}) != 1 or index_kind != "int" or \
+                not self.in_range(position, len(items)):
             raise Unsupported("pack index")
-        if len(self.lines) != emitted:  # a check would act before the items left of it
-            raise Unsupported("checks inside a pack")
         return f"({''.join(f'{s}, ' for s, _ in sources)})[{index}]", sources[0][1]
 
     def offset(self, node: ast.Subscript, layout: Layout) -> str:
@@ -459,27 +717,27 @@ class Generator(ExprVisitor[tuple[str, str]]):
                 raise Unsupported("expanded index")
             emitted = len(self.lines)
             index, provable = self.single_index(item, layout, len(dims))
-            if len(self.lines) != emitted:
-                # this index guards or checks: the indices left of it (which may fail) are
-                # computed first, as on the tree walk
-                for k, (previous, proven) in enumerate(dims):
-                    if not (previous.isidentifier() or previous.lstrip("-").isdigit()):
-                        temp = self.fresh()
-                        self.lines.insert(emitted, f"{temp} = {previous}")
-                        emitted += 1
-                        dims[k] = (temp, proven)
+            if len(self.lines) != emitted:  # the indices left of it that may fail fail first
+                sources = self.settle([d for d, _ in dims], emitted)
+                dims = [(d, proven) for d, (_, proven) in zip(sources, dims)]
             dims.append((index, provable))
         if len(dims) != ndim:
             raise Unsupported("rank")
         terms = []
         for dimension, (index, provable) in enumerate(dims):
             if not provable:
-                temp = self.fresh()
-                self.lines.append(f"{temp} = {index}")
-                self.check(node, "", temp, layout.extents[dimension], layout.message)
-                index = temp
+                if not index.isidentifier():  # checked, then used: computed once
+                    temp = self.fresh()
+                    self.lines.append(f"{temp} = {index}")
+                    index = temp
+                self.check(node, "", index, layout.extents[dimension], layout.message)
             stride = layout.strides[dimension]
             terms.append(index if stride == 1 else f"{index} * {stride}")
+        # the terms of indices bound outside the innermost loop, added once (ints: exact)
+        invariant = [t for t in terms if self.level(t) < self.innermost]
+        if len(invariant) > 1 or invariant and not invariant[0].isidentifier():
+            terms = [self.hoist(f"({' + '.join(invariant)})"),
+                     *(t for t in terms if t not in invariant)]
         return " + ".join(terms) if terms else "0"
 
     def single_index(self, item: ast.Expr, layout: Layout, dimension: int) -> tuple[str, bool]:
@@ -488,13 +746,17 @@ class Generator(ExprVisitor[tuple[str, str]]):
             raise Unsupported("rank")
         extent, least = layout.extents[dimension], layout.least[dimension]
         if isinstance(item, ast.Bounded):
-            value = self.index_value(item.index)
+            parts = [item.index] if item.lower is None else [item.index, item.lower, item.upper]
+            values = self.in_order(parts)  # the tree walk computes all three, then resolves
+            if any(kind != "int" for _, kind in values):
+                raise Unsupported("non-int index")
             temp = self.fresh()
-            self.lines.append(f"{temp} = {value}")
+            self.lines.append(f"{temp} = {values[0][0]}")
             if item.lower is None:
                 self.lines.append(f"if not 0 <= {temp} < {extent}: continue")
                 return temp, True
-            low, high = self.index_value(item.lower), self.index_value(item.upper)
+            # a bound that may raise is computed whether or not it is taken
+            low, high = self.settle([values[1][0], values[2][0]], len(self.lines))
             self.lines.append(f"if {temp} < 0: {temp} = {low}")
             self.lines.append(f"elif {temp} >= {extent}: {temp} = {high}")
             # a remapped value is checked like any index, unless both are in range
@@ -532,8 +794,16 @@ class Generator(ExprVisitor[tuple[str, str]]):
         formula = self.formula
         body: list[str] = []
         for local in formula.locals:
+            emitted = len(self.lines)
             source, kind = self.visit(local.value)
-            self.lines.append(f"L_{local.name} = {source}")
+            name = f"L_{local.name}"
+            level = self.level(source) if len(self.lines) == emitted and \
+                not may_raise(source) else self.innermost
+            if level < self.innermost:  # loop-invariant and cannot fail: hoisted
+                self.define(name, source, level)
+            else:
+                self.lines.append(f"{name} = {source}")
+                self.levels[name] = level
             self.locals[local.name] = kind
         body.extend(self.take())
         if formula.condition is not None:
@@ -612,13 +882,17 @@ class Generator(ExprVisitor[tuple[str, str]]):
                              for k, n in enumerate(r.bound))
             else:  # index variables are prefixed: an index `o` or `v` must not clash
                 loops.append(f"for I_{r.name} in range({r.bound}):")
-        source = ["def kernel(" + ", ".join(["K", "BIN", "CAST", "BUILTIN", "P", "OOR", "OVERFLOW",
-                                             "MIN", "MAX", *self.tensors.values()]) + "):"]
+        source = ["def kernel(" + ", ".join(["K", "OOR", "OVERFLOW", "MIN", "MAX",
+                                             *self.tensors.values()]) + "):"]
         source.extend(f"    {line}" for line in self.prologue.values())
+        self.merge_hoisted(body)
         depth = 1
-        for loop in loops:
-            source.append("    " * depth + loop)
-            depth += 1
+        for loop in ["", *loops]:  # the values hoisted before the loops, then into each loop
+            if loop:
+                source.append("    " * depth + loop)
+                depth += 1
+            source.extend("    " * depth + f"{name} = {value}"
+                          for name, value in self.hoisted.get(depth - 1, {}).items())
         if not loops:  # a rank-0 formula runs once; `continue` needs a loop
             source.append("    " * depth + "for _once in (0,):")
             depth += 1
@@ -639,6 +913,24 @@ class IntOverflow(Exception):
 def _say(report: list[str] | None, how: str) -> None:
     if report is not None:
         report.append(how)
+
+
+def _iteration(error: Exception, formula: Formula) -> dict | None:
+    """The index values of the iteration in which the kernel raised `error`: its loop
+    variables, read from the kernel's frame in the traceback (nothing is tracked per
+    iteration)."""
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_frame.f_code.co_name != "kernel":
+        traceback = traceback.tb_next
+    if traceback is None:
+        return None
+    variables = traceback.tb_frame.f_locals
+    try:
+        return {r.name: tuple(variables[f"I_{r.name}_{k}"] for k in range(len(r.bound)))
+                if isinstance(r.bound, tuple) else variables[f"I_{r.name}"]
+                for r in formula.indices}
+    except KeyError:  # not in a loop yet
+        return None
 
 
 def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
@@ -672,21 +964,32 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
     kernel = namespace["kernel"]
     names = list(generator.tensors)
 
+    iterations = formula.iterations()
+
+    def elements(array: np.ndarray, name: str) -> Any:
+        """The elements of `array`, row-major, read as Python values: a list, or for an input
+        larger than the formula's iteration count (which reads only part of it, as gather_nd
+        does) a memoryview of it, read in place rather than copied (its items are the same
+        Python floats, ints and bools)."""
+        if name != formula.output and array.size > iterations and \
+                array.dtype in (np.float64, np.int64, np.bool_):
+            return memoryview(np.ascontiguousarray(array).reshape(-1))
+        return array.ravel().tolist()
+
     def run() -> None:
-        # a flat list per tensor, a list of them per pack of tensors
-        flats = [[a.ravel().tolist() for a in arrays[name]] if isinstance(arrays[name], list)
-                 else arrays[name].ravel().tolist() for name in names]
+        # a flat sequence per tensor, a list of them per pack of tensors
+        flats = [[elements(a, name) for a in arrays[name]] if isinstance(arrays[name], list)
+                 else elements(arrays[name], name) for name in names]
         try:
-            kernel(generator.constants, rules.binary, rules.cast, rules.builtin, profile,
-                   OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
+            kernel(generator.constants, OutOfRange, IntOverflow, INT64_MIN, INT64_MAX, *flats)
         except OutOfRange as error:
             node, message = generator.accesses[error.access]
             raise fail(node, message, error.indices) from None
         except IntOverflow as error:
             raise fail(formula.node, f"the int result {error.value} does not fit in int64",
-                       None) from None
+                       _iteration(error, formula)) from None
         except rules.NumericError as error:
-            raise fail(formula.node, error.message, None) from None
+            raise fail(formula.node, error.message, _iteration(error, formula)) from None
         output, target = flats[names.index(formula.output)], arrays[formula.output]
         pairs = zip(target, output) if isinstance(target, list) else [(target, output)]
         for array, flat in pairs:  # the output, or every item of an output pack

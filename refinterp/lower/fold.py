@@ -18,7 +18,7 @@ when it cannot fail and cannot skip (`droppable`); anything outside what is fold
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate, fold_pack
 from refinterp.language.invocation import OperatorInstance
+from refinterp.language.types import fold_with_initial
 from refinterp.language.values import NULL, TensorValue
 from refinterp.lower.plan import Formula, IndexRange
 from refinterp.numeric import rules
@@ -35,7 +36,16 @@ from refinterp.syntax.visitor import ExprVisitor, children
 
 Folded = Any  # an ast.Expr (one value), a list of ast.Expr (a pack of known length), or NULL
 
+FOLD_OPS = ("+", "*", "&&", "||", "<<", ">>")  # the folds folded (not cumulative), then compiled
 MAX_FOLD_ITEMS = 64  # a longer fold stays on the tree walk: its chain would nest too deeply
+
+
+@dataclass(frozen=True)
+class SelectItem(ast.Select):
+    """One item of `c ? a : b` on a pack condition computed at run time, as `_Folder` leaves
+    it: the tree walk computes the whole condition and both branches, then takes this item
+    from one; so codegen compiles it as a select of the item only where nothing in its
+    condition and branches can fail or skip (computing one branch is then the same)."""
 
 
 class _Refuse(Exception):
@@ -84,6 +94,7 @@ class _Folder(ExprVisitor[Any]):
                     if name in taken:
                         raise _Refuse("name clash")
                     taken.add(name)
+                    self.runtime.add(name)  # folded items name it: not compile-time
                     names.append(ast.Name(name, span=r.node.span))
                     self.bounds[name] = extent
                     indices.append(IndexRange(name, extent, r.node))
@@ -215,6 +226,8 @@ class _Folder(ExprVisitor[Any]):
             return left
         if node.op in ("is", "in"):
             raise _Refuse(node.op)
+        if fold_with_initial(node):
+            return self.fold_from(node)
         left, right = self.expr(node.left), self.expr(node.right)
         if left is NULL or right is NULL:
             # both operands are evaluated, then the result is null
@@ -231,47 +244,62 @@ class _Folder(ExprVisitor[Any]):
         return replace(node, left=left, right=right)
 
     def visit_Select(self, node: ast.Select) -> Folded:
-        if self.compile_time(node.cond):
-            cond = self.expr(node.cond)
-            if isinstance(cond, ast.BoolLiteral):
-                if cond.value:
-                    return self.expr(node.then)
-                if node.otherwise is None:
-                    raise _Refuse("select without else")
-                return self.expr(node.otherwise)  # the other branch is never evaluated
-            if isinstance(cond, list) and all(isinstance(c, ast.BoolLiteral) for c in cond):
-                # item by item: both branches are evaluated, each item taken from one
-                if node.otherwise is None:
-                    raise _Refuse("select without else")
-                then, other = self.expr(node.then), self.expr(node.otherwise)
-                if then is NULL or other is NULL:
-                    raise _Refuse("null branch")
-                result = []
-                for k, c in enumerate(cond):
-                    chosen = then if c.value else other
-                    if isinstance(chosen, list):
-                        if k >= len(chosen):
-                            raise _Refuse("pack lengths")
-                        chosen = chosen[k]
-                    result.append(chosen)
-                # the items not taken are dropped; those taken are computed in item order
-                # rather than branch by branch, so none of them may skip
-                taken = {id(v) for v in result}
-                dropped = [v for branch in (then, other)
-                           for v in (branch if isinstance(branch, list) else [branch])
-                           if id(v) not in taken]
-                if not all(self.droppable(v, bounded=True) for v in dropped) or \
-                        any(self.may_skip(v) for v in result):
-                    raise _Refuse("elementwise select")
-                return result
-            raise _Refuse("select condition")
         cond = self.expr(node.cond)
-        if node.otherwise is None or cond is NULL or isinstance(cond, list):
+        if isinstance(cond, ast.BoolLiteral) and self.compile_time(node.cond):
+            if cond.value:
+                return self.expr(node.then)
+            if node.otherwise is None:
+                raise _Refuse("select without else")
+            return self.expr(node.otherwise)  # the other branch is never evaluated
+        if isinstance(cond, list):
+            return self.elementwise_select(node, cond)
+        if node.otherwise is None or cond is NULL or self.compile_time(node.cond):
             raise _Refuse("select")
         then, other = self.expr(node.then), self.expr(node.otherwise)
         if any(v is NULL or isinstance(v, list) for v in (then, other)):
             raise _Refuse("select branches")
         return replace(node, cond=cond, then=then, otherwise=other)
+
+    def elementwise_select(self, node: ast.Select, cond: list[ast.Expr]) -> list[ast.Expr]:
+        """`c ? a : b` on a pack condition: the tree walk computes the condition and both
+        branches (whole packs), then takes each item from one. An item whose condition is
+        compile-time is its branch's item: the items not taken must be droppable, and those
+        taken, computed in item order rather than branch by branch, may not skip. An item
+        whose condition is computed at run time is a SelectItem (codegen compiles it where
+        nothing in it can fail)."""
+        if node.otherwise is None:
+            raise _Refuse("select without else")
+        then, other = self.expr(node.then), self.expr(node.otherwise)
+        if then is NULL or other is NULL:
+            raise _Refuse("null branch")
+        result: list[ast.Expr] = []
+        used: set[int] = set()
+        for k, c in enumerate(cond):
+            items = []
+            for branch in (then, other):
+                if isinstance(branch, list):
+                    if k >= len(branch):
+                        raise _Refuse("pack lengths")
+                    branch = branch[k]
+                items.append(branch)
+            if self.compile_time(c):
+                c = self.expr(c)
+                if not isinstance(c, ast.BoolLiteral):
+                    raise _Refuse("elementwise select")
+                chosen = items[0] if c.value else items[1]
+                if self.may_skip(chosen):
+                    raise _Refuse("elementwise select")
+                result.append(chosen)
+                used.add(id(chosen))
+            else:
+                result.append(SelectItem(c, items[0], items[1], span=node.span))
+                used.update(map(id, items))
+        dropped = [v for branch in (then, other)
+                   for v in (branch if isinstance(branch, list) else [branch])
+                   if id(v) not in used]
+        if not all(self.droppable(v, bounded=True) for v in dropped):
+            raise _Refuse("elementwise select")
+        return result
 
     def visit_call(self, node: ast.Builtin | ast.Call) -> Folded:
         if len(node.args) != 1:
@@ -474,19 +502,17 @@ class _Folder(ExprVisitor[Any]):
     # ------------------------------------------------------------------ folds, ':', lookups
 
     def visit_Fold(self, node: ast.Fold) -> Folded:
-        """`p op ..` of a folded pack: the left-deep chain `(p0 op p1) op p2 ..`, which is what
-        `expr.fold_pack` computes with the closure path's `binary` (one item: the item itself,
-        no operation; an empty pack: fold_pack's value for it). Only `+ * && || << >>`, not
-        cumulative (a comparison fold stops at its first false pair). The closure path computes
-        every item before the first operation and the chain interleaves them, so items that
-        may skip are refused (an operation before them could fail first)."""
-        if node.cumulative or node.op not in ("+", "*", "&&", "||", "<<", ">>"):
+        """`p op ..` of a folded pack: the fold of the pack `[p0, p1, ..]` of its items, which
+        codegen computes as `expr.fold_pack` does on the closure path: every item, then the
+        left-deep chain `(p0 op p1) op p2 ..` (one item: the item itself, no operation; an
+        empty pack: fold_pack's value for it). Only `+ * && || << >>` (codegen's FOLD_OPS),
+        not cumulative (a comparison fold stops at its first false pair)."""
+        if node.cumulative or node.op not in FOLD_OPS:
             raise _Refuse(f"fold '{node.op} ..'")
         pack = self.expr(node.operand)
         if pack is NULL:
             return NULL
-        if not isinstance(pack, list) or len(pack) > MAX_FOLD_ITEMS or \
-                any(self.may_skip(v) for v in pack):
+        if not isinstance(pack, list) or len(pack) > MAX_FOLD_ITEMS:
             raise _Refuse("fold operand")
         if not pack:
             # an empty sum of a tensor access is 0 or 0.0 by the tensor's type
@@ -494,10 +520,29 @@ class _Folder(ExprVisitor[Any]):
             if isinstance(node.operand, ast.Subscript):
                 raise _Refuse("empty fold of an access")
             return self.constant(fold_pack(node.op, (), False, "any", None), node)
-        result = pack[0]
-        for item in pack[1:]:
-            result = ast.Binary(node.op, result, item, span=node.span)
-        return result
+        if len(pack) == 1:
+            return pack[0]
+        return replace(node, operand=ast.ListExpr(tuple(pack), span=node.operand.span))
+
+    def fold_from(self, node: ast.Binary) -> Folded:
+        """`x op .. op init` (types.fold_with_initial): kept with x folded to the pack of its
+        items, which codegen computes as `expr.fold_from` on the closure path (the items, then
+        init, then the fold of the items starting from init); with no items, init itself."""
+        fold = node.left
+        pack, initial = self.expr(fold.operand), self.expr(node.right)
+        if pack is NULL or initial is NULL:
+            # both are computed, then the result is null
+            if all(self.droppable_folded(v) for v in (pack, initial)):
+                return NULL
+            raise _Refuse("null operand")
+        if not isinstance(pack, list) or isinstance(initial, list) or \
+                len(pack) > MAX_FOLD_ITEMS:
+            raise _Refuse("fold operand")
+        if not pack:
+            return initial
+        return replace(node, left=replace(fold, operand=ast.ListExpr(tuple(pack),
+                                                                     span=fold.operand.span)),
+                       right=initial)
 
     def full_access(self, node: ast.Subscript, array: np.ndarray) -> list[ast.Expr]:
         """`x[i, :]`: the pack of its values along the ':' dimensions, row-major, as one access
@@ -557,6 +602,7 @@ class _Folder(ExprVisitor[Any]):
             if name in taken:
                 raise _Refuse("name clash")
             taken.add(name)
+            self.runtime.add(name)
             self.scalar_locals.add(name)
             locals_.append(replace(local, name=name, value=item))
             names.append(ast.Name(name, span=local.span))
@@ -589,9 +635,9 @@ class _Folder(ExprVisitor[Any]):
             return True
         if isinstance(node, ast.Name):
             return node.name in self.bounds
-        if isinstance(node, ast.Binary):
-            return node.op in ("+", "-", "*") and self.int_expr(node.left) and \
-                self.int_expr(node.right)
+        operands = arithmetic_operands(node)
+        if operands is not None:
+            return all(self.int_expr(o) for o in operands)
         if isinstance(node, ast.Bounded) and bounded:
             return all(p is None or self.droppable(p)
                        for p in (node.index, node.lower, node.upper))
@@ -610,10 +656,20 @@ class _Folder(ExprVisitor[Any]):
             return not isinstance(node.value, bool)
         if isinstance(node, ast.Name):
             return node.name in self.bounds
-        if isinstance(node, ast.Binary):
-            return node.op in ("+", "-", "*") and self.int_expr(node.left) and \
-                self.int_expr(node.right)
-        return False
+        operands = arithmetic_operands(node)
+        return operands is not None and all(self.int_expr(o) for o in operands)
+
+
+def arithmetic_operands(node: ast.Expr) -> list[ast.Expr] | None:
+    """The operands of a (folded) `a + b`, `a - b`, `a * b`, or of a fold `[a, b, ..] + ..` or
+    `* ..` (as `_Folder.visit_Fold` leaves it); None for any other node."""
+    if isinstance(node, ast.Binary) and node.op in ("+", "-", "*"):
+        return [node.left, node.right]
+    if isinstance(node, ast.Fold) and node.op in ("+", "*") and not node.cumulative and \
+            isinstance(node.operand, ast.ListExpr) and \
+            not any(isinstance(i, (ast.Expand, ast.Range)) for i in node.operand.items):
+        return list(node.operand.items)
+    return None
 
 
 def _tensor_pack(value: Any) -> bool:

@@ -21,9 +21,9 @@ import numpy as np
 
 from refinterp.core.diagnostics import Diagnostic, EngineDiagnostic
 from refinterp.language.binding import free_names
-from refinterp.language.expr import evaluate, fold_pack
+from refinterp.language.expr import evaluate, fold_from, fold_pack
 from refinterp.language.invocation import OperatorInstance, TensorInfo
-from refinterp.language.types import CASTS
+from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.lower.codegen import compile_formula
 from refinterp.lower.plan import (FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, LoweringPlan,
@@ -373,6 +373,8 @@ class FormulaRunner(ExprVisitor[Compiled]):
         return apply
 
     def visit_Binary(self, node: ast.Binary) -> Compiled:
+        if fold_with_initial(node):
+            return self.fold_with_initial(node)
         left, right = self.visit(node.left), self.visit(node.right)
         op = node.op
         if op == "??":
@@ -450,6 +452,26 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 raise self.fail(node, "a fold needs a pack", frame)
             return fold_pack(node.op, pack, node.cumulative, base, binary)
         return fold
+
+    def fold_with_initial(self, node: ast.Binary) -> Compiled:
+        """`x op .. op init`: the pack, then the initial value, then `expr.fold_from` (the
+        compile-time evaluator's rule; an initial pack gives one fold per item)."""
+        fold = node.left
+        assert isinstance(fold, ast.Fold)
+        operand, initial = self.visit(fold.operand), self.visit(node.right)
+        op = node.op
+
+        def binary(o: str, a: Value, b: Value) -> Value:
+            return self.numeric(node, rules.binary, o, a, b)
+
+        def compute(frame: Frame) -> Value:
+            pack, start = operand(frame), initial(frame)
+            if pack is NULL or start is NULL:
+                return NULL
+            if not isinstance(pack, tuple):
+                raise self.fail(fold, "a fold needs a pack", frame)
+            return _elementwise(lambda value: fold_from(op, pack, value, binary), start)
+        return compute
 
     def item_kind(self, node: ast.Expr) -> str:
         """The item type of a pack expression where it is evident: a tensor access (`x[i, :]`)

@@ -20,9 +20,9 @@ from typing import Any, Callable
 import numpy as np
 
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.language.expr import Environment, evaluate, fold_pack
+from refinterp.language.expr import Environment, evaluate, fold_from, fold_pack
 from refinterp.language.invocation import OperatorInstance
-from refinterp.language.types import CASTS
+from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue
 from refinterp.lower.plan import FULL
 from refinterp.lower.vector_access import (Guard, Inputs, Read, gather, int_identity, resolve,
@@ -189,6 +189,8 @@ class BoxEvaluator(ExprVisitor[Any]):
                          lambda v: rules.unary(node.op, v, self.profile))
 
     def visit_Binary(self, node: ast.Binary, active: Mask) -> Any:
+        if fold_with_initial(node):
+            return self.fold_with_initial(node, active)
         left = self.visit(node.left, active)
         if node.op == "??":
             return left if left is not NULL else self.visit(node.right, active)
@@ -307,6 +309,25 @@ class BoxEvaluator(ExprVisitor[Any]):
                 base = kind_of(array)
         return fold_pack(node.op, pack, node.cumulative, base,
                          lambda op, a, b: self.numeric2(op, a, b, active))
+
+    def fold_with_initial(self, node: ast.Binary, active: Mask) -> Any:
+        """`x op .. op init`: the pack, then the initial value, then `expr.fold_from` (THE
+        rule, as the scalar engine and the compile-time evaluator); an initial pack gives one
+        fold per item."""
+        fold = node.left
+        if node.op not in ("+", "*", "&&", "||", "<<", ">>"):
+            raise Fallback(f"the fold '{node.op} ..' on tensor values")
+        pack, start = self.visit(fold.operand, active), self.visit(node.right, active)
+        if pack is NULL or start is NULL:
+            return NULL
+        if not isinstance(pack, tuple):
+            raise Fallback("a fold of a non-pack")
+
+        def binary(op: str, a: Any, b: Any) -> Any:
+            return self.numeric2(op, a, b, active)
+        if isinstance(start, tuple):
+            return tuple(fold_from(node.op, pack, value, binary) for value in start)
+        return fold_from(node.op, pack, start, binary)
 
     # ------------------------------------------------------------------ packs
 
