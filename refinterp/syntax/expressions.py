@@ -377,7 +377,11 @@ class ExpressionParser(TokenCursor):
 
     def _format_expr(self, start: int, end: int) -> ast.Expr:
         """The `{expr}` insertion at characters [start, end) of the file, parsed in place."""
-        tokens = tokenize(self.source, start, end)
+        comments: list[Token] = []
+        tokens = tokenize(self.source, start, end, comments)
+        if comments:  # it would end at the '}', silently swallowing the rest of the insertion
+            raise SyntaxDiagnostic("a '{...}' insertion in a string cannot hold a comment",
+                                   self.source.span(comments[0].start, comments[0].start + 1))
         if tokens[0].kind == "eof":
             raise SyntaxDiagnostic("empty '{}' in string (write '\\{\\}' for braces)",
                                    self.source.span(start - 1, end + 1))

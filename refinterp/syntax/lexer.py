@@ -41,7 +41,8 @@ _TOKEN_RE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One token. `kind` is name, int, real, string, builtin, block, op or eof.
+    """One token. `kind` is name, int, real, string, builtin, block, op or eof (or comment, for
+    the comments `tokenize` collects on request).
 
     `text` is the exact source text; for `op` tokens it is the operator itself.
     `start`/`end` are character offsets into the source text.
@@ -56,10 +57,13 @@ class Token:
         return self.kind == "op" and self.text in ops
 
 
-def tokenize(source: SourceFile, start: int = 0, stop: int | None = None) -> list[Token]:
+def tokenize(source: SourceFile, start: int = 0, stop: int | None = None,
+             comments: list[Token] | None = None) -> list[Token]:
     """Split `source` (or its characters [start, stop)) into tokens, ending with an `eof` token.
 
-    Comments and white space are dropped; offsets are into the whole file.
+    White space is dropped, and so are comments unless a `comments` list is given: then each
+    comment is appended to it as a `comment` token (its text from `#` on, without trailing
+    white space such as a CRLF line's carriage return). Offsets are into the whole file.
 
     Raises SyntaxDiagnostic at the first character that starts no token (including an
     unterminated string literal, reported at its opening quote).
@@ -79,7 +83,11 @@ def tokenize(source: SourceFile, start: int = 0, stop: int | None = None) -> lis
             word = m.group()
             kind = "real" if ("." in word or "e" in word or "E" in word) else "int"
             append(Token(kind, word, pos, end))
-        elif kind != "space" and kind != "comment":
+        elif kind == "comment":
+            if comments is not None:
+                comment = m.group().rstrip()
+                comments.append(Token(kind, comment, pos, pos + len(comment)))
+        elif kind != "space":
             append(Token(kind, m.group(), pos, end))  # type: ignore[arg-type]
         pos = end
     append(Token("eof", "", length, length))
