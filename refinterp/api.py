@@ -33,10 +33,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from refinterp.numeric import rules
-from refinterp.numeric.representation import canonical
+from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE, canonical,
+                                              check_pack_length, check_tensor_size, kind_of)
 from refinterp.language.invocation import tensor_info
 from refinterp.run.abstract import Undetermined, abstract_tensor
 from refinterp.run.compose import Executor
+from refinterp.run.limits import MAX_DEPTH, MAX_ITERATIONS, MAX_LOWER_ITERATIONS, Limits
+from refinterp.run.locate import declaration_span
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
                                         did_you_mean)
@@ -58,8 +61,6 @@ Error = Diagnostic
 TensorType = TensorInfo
 PROFILES = tuple(rules.PROFILES)
 ENGINES = ENGINE_NAMES
-MAX_ITERATIONS = 1_000_000
-MAX_DEPTH = 256
 
 __all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_source",
            "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
@@ -263,8 +264,6 @@ def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Value]:
 def summary(array: np.ndarray) -> dict[str, Any]:
     """The type, shape, min, max and mean of an array (None for an empty one): what
     `refinterp eval` prints of each output."""
-    from refinterp.numeric.representation import kind_of
-
     values = np.asarray(array).astype(float) if np.size(array) else None
     return {"dtype": kind_of(array), "shape": list(np.shape(array)),
             **{k: None if values is None else float(getattr(values, k)())
@@ -278,25 +277,34 @@ def _profile(name: str) -> rules.Profile:
     return rules.PROFILES[name]
 
 
-def _input_types(inputs: Mapping[str, Any]) -> dict[str, TensorInfo | tuple]:
-    """TensorTypes of inputs given as TensorTypes or arrays (a pack as a list or tuple)."""
-    def info(value: Any) -> TensorInfo | tuple:
+def _input_types(inputs: Mapping[str, Any], limits: Limits) -> dict[str, TensorInfo | tuple]:
+    """TensorTypes of inputs given as TensorTypes or arrays (a pack as a list or tuple, within
+    the pack length limit)."""
+    def info(name: str, value: Any) -> TensorInfo | tuple:
         if isinstance(value, TensorInfo):
             return value
         if isinstance(value, (list, tuple)):
-            return tuple(info(v) for v in value)
+            check_pack_length(len(value), limits.max_pack_length, f"input '{name}'")
+            return tuple(info(name, v) for v in value)
         return tensor_info(np.asarray(value))
-    return {name: info(value) for name, value in inputs.items()}
+    return {name: info(name, value) for name, value in inputs.items()}
 
 
 def fixed_inputs(target: Program | str | Path, *, op: str | None = None,
                  attributes: Mapping[str, Any] | None = None, profile: str = "spec",
-                 stdlib: str | Path | None = None) -> dict[str, TensorInfo]:
+                 stdlib: str | Path | None = None,
+                 max_tensor_size: int | None = None) -> dict[str, TensorInfo]:
     """The types of the inputs whose declared shapes are fixed by literals and attributes (a
     graph's `input: real[1, 3, 224, 224]`): what `shapes` assumes for inputs not given, and
-    what `eval --random NAME` draws."""
+    what `eval --random NAME` draws. With `max_tensor_size`, a type above it is an Error
+    (E1200) at the input's declaration."""
     program, definition, module = _target(target, op, stdlib)
-    return fixed_input_types(definition, _attributes(attributes), _profile(profile))
+    found = fixed_input_types(definition, _attributes(attributes), _profile(profile))
+    if max_tensor_size is not None:
+        limits = Limits(max_tensor_size=max_tensor_size)
+        for name, info in found.items():
+            limits.check_tensor(info, f"input '{name}'", declaration_span(definition, name))
+    return found
 
 
 @dataclass
@@ -322,29 +330,32 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
            inputs: Mapping[str, Any] | None = None, generics: tuple[str, ...] = (),
            profile: str = "spec", stdlib: str | Path | None = None,
            max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
-           quant: bool = False) -> Shapes:
+           max_pack_length: int = MAX_PACK_LENGTH, quant: bool = False) -> Shapes:
     """Instantiate an operator or graph and check its @compose block without computing values:
     every invocation is instantiated (through compile-time branches and loops), so an unknown
     operator or attribute, a missing argument, a failed assertion or a wrong declared output
     shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
     shape is fixed needs none. With `quant`, the @quantize entries are resolved and checked
-    (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items)."""
+    (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items). `max_iterations`,
+    `max_depth` and `max_pack_length` are limits (docs/limits.md)."""
+    limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
+                    max_pack_length=max_pack_length)
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     values = _attributes(attributes)
-    given = _input_types(inputs or {})
+    given = _input_types(inputs or {}, limits)
     for name, info in fixed_input_types(definition, values, active).items():
         given.setdefault(name, info)
     invocation = Invocation(values, given, tuple(generics), active)
     instance = instantiate(definition, invocation)
+    limits.check_instance(instance, sizes=False)
     result = Shapes(dict(instance.outputs), dict(instance.symbols))
     if quant:
         from refinterp.run.quantize import quantization
         result.quantization = quantization(instance, module, active)
     if definition.block("compose") is None:
         return result
-    executor = Executor(program.loaded, active, max_depth=max_depth,
-                        max_iterations=max_iterations, abstract=True)
+    executor = Executor(program.loaded, active, abstract=True, limits=limits)
     try:
         arrays = {name: abstract_tensor(info, f"input '{name}'") for name, info in given.items()}
         outputs = executor.run(definition, module, invocation, arrays)
@@ -396,6 +407,9 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
              seed: int = 0, generics: tuple[str, ...] = (), profile: str = "spec",
              engine: str | Engine = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY,
              max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
+             max_tensor_size: int = MAX_TENSOR_SIZE,
+             max_lower_iterations: int = MAX_LOWER_ITERATIONS,
+             max_pack_length: int = MAX_PACK_LENGTH,
              stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
              progress: Progress | None = None, progress_interval: float = 5.0,
              observe: Callable[[str, Any], None] | None = None) -> Run:
@@ -409,19 +423,25 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     "auto" (or an engine made by `refinterp.lower.engines.make_engine`); `log(instance, engine)` is told which engine ran each operator; `progress(running
     operators, seconds)` is called every `progress_interval` seconds of a long run;
     `observe(name, value)` is told every tensor a @compose or @update block binds, by its scoped
-    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order."""
+    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order.
+    `max_memory`, `max_iterations`, `max_depth`, `max_tensor_size` (bytes of one tensor),
+    `max_lower_iterations` (of one @lower formula) and `max_pack_length` are limits
+    (docs/limits.md): exceeding one is an Error naming it."""
+    limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
+                    max_tensor_size=max_tensor_size, max_lower_iterations=max_lower_iterations,
+                    max_pack_length=max_pack_length)
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     if isinstance(engine, str) and engine not in ENGINE_NAMES:
         raise ArgumentDiagnostic(f"unknown engine '{engine}'; choose one of "
                                  f"{', '.join(ENGINE_NAMES)}")
-    if max_iterations < 1 or max_depth < 1:
-        raise ArgumentDiagnostic("max_iterations and max_depth must be at least 1")
+    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
+        raise ArgumentDiagnostic(f"max_memory must be an int of at least 1; got {max_memory!r}")
     _check_seed(seed)
-    arrays = {name: _canonical(name, value) for name, value in (inputs or {}).items()}
+    arrays = {name: _canonical(name, value, limits) for name, value in (inputs or {}).items()}
     values = _attributes(attributes)
     store = ParameterStore(graph=f"{module.name}.{definition.name}",
-                           arrays={k: _canonical(k, v, "parameter")
+                           arrays={k: _canonical(k, v, limits, "parameter")
                                    for k, v in (params or {}).items()},
                            folder=None if program.main.library else program.path.parent,
                            random=random_params, seed=seed)
@@ -429,11 +449,10 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
                             tuple(generics), active)
     if store.arrays and definition.block("compose") is not None:
         _check_param_names(program, definition, store, values, arrays, generics, profile,
-                           stdlib, max_iterations, max_depth)
-    executor = Executor(program.loaded, active, max_depth=max_depth,
-                        max_iterations=max_iterations, params=store,
+                           stdlib, limits)
+    executor = Executor(program.loaded, active, params=store,
                         engine=make_engine(engine, max_memory, log)
-                        if isinstance(engine, str) else engine, observe=observe)
+                        if isinstance(engine, str) else engine, observe=observe, limits=limits)
     with _Watch(executor, progress, progress_interval, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)
@@ -442,27 +461,34 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
                f"{module.name}.{definition.name}")
 
 
-def _canonical(name: str, value: Any, what: str = "input") -> Any:
-    """An input (or parameter) in refinterp's representation; a pack item by item."""
+def _canonical(name: str, value: Any, limits: Limits, what: str = "input") -> Any:
+    """An input (or parameter) in refinterp's representation, within the limits; a pack item
+    by item."""
     if isinstance(value, (list, tuple)) and value and all(
             isinstance(v, np.ndarray) for v in value):
-        return [_canonical(f"{name}.{i}", v, what) for i, v in enumerate(value)]
+        check_pack_length(len(value), limits.max_pack_length, f"{what} '{name}'")
+        return [_canonical(f"{name}.{i}", v, limits, what) for i, v in enumerate(value)]
     try:
-        return canonical(np.asarray(value))
+        array = np.asarray(value)
+        kind = kind_of(array)
     except (TypeError, ValueError):
+        kind = "?"
+    if kind == "?":
         raise Diagnostic(f"{what} '{name}' is not a real, int or bool array "
-                         f"({type(value).__name__})", code="E0802") from None
+                         f"({type(value).__name__})", code="E0802")
+    check_tensor_size(kind, array.shape, limits.max_tensor_size, f"{what} '{name}'")
+    return canonical(array)
 
 
 def _check_param_names(program: Program, definition: ast.OperatorDef, store: ParameterStore,
                        values: dict, arrays: dict, generics: tuple, profile: str,
-                       stdlib: str | Path | None, max_iterations: int, max_depth: int) -> None:
+                       stdlib: str | Path | None, limits: Limits) -> None:
     """Before running: every params entry must name a variable the run reaches (checked
     without values; where the check cannot follow the composition, after the run)."""
     checked = shapes(program, op=definition.name, attributes=values,
                      inputs={k: tensor_info(v) for k, v in arrays.items()}, generics=generics,
-                     profile=profile, stdlib=stdlib, max_iterations=max_iterations,
-                     max_depth=max_depth)
+                     profile=profile, stdlib=stdlib, max_iterations=limits.max_iterations,
+                     max_depth=limits.max_depth, max_pack_length=limits.max_pack_length)
     if not checked.checked:
         return
     for scoped in checked.variables:
@@ -515,17 +541,26 @@ def _check_seed(seed: int) -> None:
         raise ArgumentDiagnostic(f"a seed is a non-negative int; got {seed!r}")
 
 
-def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0) -> dict[str, Any]:
+def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
+                  max_tensor_size: int = MAX_TENSOR_SIZE,
+                  max_pack_length: int = MAX_PACK_LENGTH) -> dict[str, Any]:
     """Random arrays for input types (a pack as a tuple of types gives a list of arrays):
     real N(0, 1), int uniform in [0, 10), bool with probability 1/2; reproducible from `seed`
-    and drawn in the order given."""
+    and drawn in the order given. Every type is checked against the limits (docs/limits.md)
+    before anything is drawn."""
     _check_seed(seed)
+    limits = Limits(max_tensor_size=max_tensor_size, max_pack_length=max_pack_length)
+    for name, info in types.items():
+        limits.check_tensor(info, f"input '{name}'")
     rng = np.random.default_rng(seed)
 
     def draw(info: TensorInfo | tuple) -> Any:
         if isinstance(info, tuple):
             return [draw(i) for i in info]
         shape = tuple(info.shape or ())
+        if any(not isinstance(e, int) or isinstance(e, bool) or e < 0 for e in shape):
+            raise ArgumentDiagnostic(f"no random values of shape {list(shape)}; extents are "
+                                     f"non-negative ints")
         if info.dtype == "real":
             return rng.standard_normal(shape)
         if info.dtype == "int":

@@ -12,24 +12,33 @@ to a temporary file in the destination folder, then renamed over the destination
 Packs: a pack `xs` of arrays is stored as the keys `xs.0`, `xs.1`, ... (`flatten_packs`), and
 read back as a list (`group_packs`). An empty pack has no keys, so it is not stored.
 
+Limits: an array's header is read first, and an array that would take more than
+`max_tensor_size` bytes in refinterp's representation is a diagnostic before its data is read
+(E1200, docs/limits.md).
+
 Codes: E0800 a file cannot be read or is damaged, E0801 a file cannot be written, E0802 an array
-of an unsupported dtype, E0900 array keys that do not form valid packs.
+of an unsupported dtype, E0900 array keys that do not form valid packs, E1200 an array above the
+tensor size limit.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import secrets
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from refinterp.numeric.representation import INT64_MAX, canonical
+from refinterp.numeric.representation import (INT64_MAX, MAX_TENSOR_SIZE, canonical,
+                                              check_tensor_size, kind_of)
 from refinterp.core.diagnostics import Diagnostic, FileDiagnostic
+from refinterp.core.source import SourceFile, Span
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -43,19 +52,22 @@ _KIND_NAMES = {"U": "text", "S": "bytes", "c": "complex", "V": "structured or ra
 # reading
 
 
-def read_arrays(path: str | Path, what: str, *,
-                keep_dtype: bool = False) -> dict[str, np.ndarray]:
+def read_arrays(path: str | Path, what: str, *, keep_dtype: bool = False,
+                max_tensor_size: int = MAX_TENSOR_SIZE) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` archive (keyed by member name without `.npy`, in archive order)
     or of a single `.npy` file (keyed by the file's stem). `what` names the file's role in
     messages, e.g. "--inputs". With `keep_dtype` the arrays keep their stored dtype (a back
-    end's float32 outputs, for the harness) instead of refinterp's representation."""
+    end's float32 outputs, for the harness) instead of refinterp's representation. An array
+    that would take more than `max_tensor_size` bytes as refinterp holds it is a diagnostic
+    (E1200), before its data is read."""
     path = Path(path)
     if _sniff(path, what) == "npy":
-        return {path.stem: _read_npy_file(path, what, keep_dtype)}
-    return _read_npz(path, what, keep_dtype)
+        return {path.stem: _read_npy_file(path, what, keep_dtype, max_tensor_size)}
+    return _read_npz(path, what, keep_dtype, max_tensor_size)
 
 
-def read_array(path: str | Path, what: str) -> np.ndarray:
+def read_array(path: str | Path, what: str, *,
+               max_tensor_size: int = MAX_TENSOR_SIZE) -> np.ndarray:
     """The array of a single `.npy` file; an `.npz` archive here is a diagnostic."""
     path = Path(path)
     if _sniff(path, what) == "npz":
@@ -63,20 +75,56 @@ def read_array(path: str | Path, what: str) -> np.ndarray:
             f"cannot read {what} '{path}': it is an .npz archive, not a single .npy array",
             notes=["give an archive of several arrays with the archive form (--inputs, "
                    "--params), or save one array with numpy.save"])
-    return _read_npy_file(path, what)
+    return _read_npy_file(path, what, False, max_tensor_size)
 
 
-def read_params(path: str | Path, what: str = "--params") -> dict[str, np.ndarray]:
+def read_params(path: str | Path, what: str = "--params", *,
+                max_tensor_size: int = MAX_TENSOR_SIZE) -> dict[str, np.ndarray]:
     """Variable values: an `.npz` archive, or a folder of NNEF `.dat` tensor files keyed by
     file name without `.dat` (an empty folder gives no values)."""
     path = Path(path)
-    if path.is_dir():
+    if _is_folder(path):
         return _read_dat_folder(path, what)
     if _sniff(path, what) == "npy":
         raise FileDiagnostic(
             f"cannot read {what} '{path}': it is a single .npy array; {what} takes an .npz "
             f"archive or a folder of .dat files")
-    return _read_npz(path, what)
+    return _read_npz(path, what, False, max_tensor_size)
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether `path` is a folder; a path the system refuses (a name too long) is not."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+MAX_JSON_BYTES = 256 * 2**20  # a manifest or report larger than this is no manifest
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The data of a JSON file (a golden manifest, a harness report). A missing, unreadable,
+    oversized, non-UTF-8 or invalid file — also one nested too deeply to decode — is a
+    FileDiagnostic naming the file (at the line and column of a syntax error)."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise _fail(what, path, f"larger than {MAX_JSON_BYTES // 2**20} MiB")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _fail(what, path, exc.strerror or _reason(exc)) from None
+    except UnicodeDecodeError:
+        raise _fail(what, path, "not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        source = SourceFile(str(path), text)
+        span = Span(source, exc.lineno, exc.colno, exc.lineno, exc.colno + 1)
+        raise FileDiagnostic(f"cannot read {what} '{path}': invalid JSON ({exc.msg})",
+                             span=span) from None
+    except (RecursionError, ValueError) as exc:
+        raise _fail(what, path, f"invalid JSON ({_reason(exc)})") from None
 
 
 def _fail(what: str, path: Path, reason: str, code: str = "E0800") -> FileDiagnostic:
@@ -122,15 +170,16 @@ def _sniff(path: Path, what: str) -> str:
     raise _fail(what, path, "not an .npz archive or .npy array (unknown file format)")
 
 
-def _read_npy_file(path: Path, what: str, keep_dtype: bool = False) -> np.ndarray:
+def _read_npy_file(path: Path, what: str, keep_dtype: bool, limit: int) -> np.ndarray:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            return _read_npy(stream, size, what, path, None, keep_dtype, limit)
     except OSError as exc:
         raise _fail(what, path, exc.strerror or _reason(exc)) from None
-    return _decode_npy(data, what, path, None, keep_dtype)
 
 
-def _read_npz(path: Path, what: str, keep_dtype: bool = False) -> dict[str, np.ndarray]:
+def _read_npz(path: Path, what: str, keep_dtype: bool, limit: int) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` archive, member by member."""
     try:
         archive = zipfile.ZipFile(path)
@@ -141,7 +190,7 @@ def _read_npz(path: Path, what: str, keep_dtype: bool = False) -> dict[str, np.n
         members = archive.infolist()
         _check_member_names(members, what, path)
         return {info.filename[:-len(".npy")]: _read_member(archive, info, what, path,
-                                                           keep_dtype)
+                                                           keep_dtype, limit)
                 for info in members}
 
 
@@ -156,38 +205,55 @@ def _check_member_names(members: list[zipfile.ZipInfo], what: str, path: Path) -
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str,
-                 path: Path, keep_dtype: bool = False) -> np.ndarray:
+                 path: Path, keep_dtype: bool, limit: int) -> np.ndarray:
     try:
-        data = archive.read(info)
-    except Exception as exc:  # BadZipFile (Bad CRC-32), zlib.error, EOFError, encryption, ...
-        reason = _reason(exc).split(" for file ")[0]   # "Bad CRC-32 for file 'a.npy'"
-        raise _fail_array(what, path, info.filename, f"is damaged ({reason})") from None
-    return _decode_npy(data, what, path, info.filename, keep_dtype)
+        stream = archive.open(info)
+    except Exception as exc:  # encryption, a damaged local header, ...
+        raise _damaged(what, path, info.filename, exc) from None
+    with stream:
+        return _read_npy(stream, info.file_size, what, path, info.filename, keep_dtype, limit)
 
 
-def _decode_npy(data: bytes, what: str, path: Path, member: str | None,
-                keep_dtype: bool = False) -> np.ndarray:
-    """The array of `.npy` bytes in refinterp's representation: the header is read and the
-    dtype checked before any data is touched (object arrays are never unpickled)."""
-    stream = io.BytesIO(data)
+# what reading a file or an archive member may raise: BadZipFile (Bad CRC-32), zlib.error, EOFError
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
+
+
+def _damaged(what: str, path: Path, member: str | None, exc: BaseException) -> FileDiagnostic:
+    reason = _reason(exc).split(" for file ")[0]   # "Bad CRC-32 for file 'a.npy'"
+    return _fail_array(what, path, member, f"is damaged ({reason})")
+
+
+def _read_npy(stream: BinaryIO, size: int, what: str, path: Path, member: str | None,
+              keep_dtype: bool, limit: int) -> np.ndarray:
+    """The array of an `.npy` stream of `size` bytes in refinterp's representation: the header
+    is read, and the dtype, the length and the tensor size limit checked, before any data is
+    read (object arrays are never unpickled)."""
     try:
         version = np.lib.format.read_magic(stream)
         if version == (1, 0):
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
         else:  # 2.0 and 3.0 share the layout (3.0 only allows utf-8 field names)
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    except _READ_ERRORS as exc:  # the file or archive fails, not the header
+        raise _damaged(what, path, member, exc) from None
     except Exception as exc:  # ValueError, SyntaxError, tokenize.TokenError, ...
         raise _fail_array(what, path, member, f"is not a valid .npy array: bad header "
                                               f"({_reason(exc)})") from None
     _check_dtype(dtype, what, path, member)
     count = int(np.prod(shape, dtype=object)) if shape else 1
-    needed, available = count * dtype.itemsize, len(data) - stream.tell()
+    needed, available = count * dtype.itemsize, size - stream.tell()
     if any(extent < 0 for extent in shape) or needed > available:
         raise _fail_array(what, path, member, f"is truncated or damaged: the header announces "
                                               f"shape {tuple(shape)} of {dtype} ({needed} "
                                               f"bytes) but {available} bytes follow")
+    check_tensor_size(kind_of(dtype), shape, limit, f"{what} '{path}'" + (
+        f" member '{member}'" if member is not None else ""))
     try:
-        flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+        data = stream.read()  # to the end: a zip member's CRC-32 is checked there
+    except Exception as exc:  # _READ_ERRORS, encryption, ...
+        raise _damaged(what, path, member, exc) from None
+    try:
+        flat = np.frombuffer(data, dtype=dtype, count=count)
         array = flat.reshape(shape, order="F" if fortran else "C")
     except Exception as exc:
         raise _fail_array(what, path, member, f"is damaged ({_reason(exc)})") from None
@@ -238,6 +304,13 @@ def check_writable(path: str | Path, what: str, *, folder_ok: bool = False) -> P
     is writable, and it is no folder. With `folder_ok` (`--write-params DIR`) a path not ending
     in `.npz` names a folder, existing or to be created in an existing parent."""
     path = Path(path)
+    try:
+        return _writable(path, what, folder_ok)
+    except OSError as exc:  # a name too long, a loop of symbolic links, ...
+        raise _unwritable(what, path, exc.strerror or _reason(exc)) from None
+
+
+def _writable(path: Path, what: str, folder_ok: bool) -> Path:
     if folder_ok and path.suffix != ".npz":
         if path.is_dir():
             if not os.access(path, os.W_OK | os.X_OK):

@@ -106,7 +106,7 @@ def test_max_iterations_and_max_depth_are_diagnostics(tmp_path: Path, capsys) ->
     assert main(["eval", path, "--op", "recurse", "--input", "x=0"]) == 1  # default 256
     assert "nest deeper than 256" in capsys.readouterr().err
     assert main(["eval", path, "--op", "forever", "--input", "x=0", "--max-iterations",
-                 "0"]) == 1
+                 "0"]) == 2  # an unusable option value is command-line misuse (issue 15)
 
 
 DYNAMIC = """import math;
@@ -181,5 +181,5 @@ def test_max_memory_chunks_and_bad_sizes(tmp_path: Path, capsys) -> None:
     np.testing.assert_allclose(np.load(out)["C"], a @ b, rtol=1e-12)
     for bad in ("lots", "0", "-5M"):
         assert main(["eval", write(tmp_path, MATMUL), "--inputs", str(tmp_path / "in.npz"),
-                     f"--max-memory={bad}"]) == 1
+                     f"--max-memory={bad}"]) == 2  # command-line misuse
         assert "--max-memory" in capsys.readouterr().err

@@ -346,7 +346,7 @@ def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
             imported.add(node.module)
     imported = {m for m in imported if not m.startswith("refinterp.cli")}
     assert imported and imported <= {"refinterp.api", "refinterp.io", "refinterp.golden",
-                                     "refinterp.harness",
+                                     "refinterp.harness", "refinterp.__version__",
                                      "refinterp.core.diagnostics",
                                      "refinterp.language.values"}, imported
 
@@ -406,6 +406,7 @@ def test_json_results_carry_warnings(tmp_path, capsys) -> None:
      "a seed is a non-negative int"),
 ])
 def test_odd_operator_names_and_seeds_are_diagnostics(capsys, args, message) -> None:
-    """Found by probing the command line after the API work: these were internal errors."""
+    """Found by probing the command line after the API work: these were internal errors. A
+    bad option value (--seed -1) is command-line misuse, exit 2 (issue 15)."""
     status, _, err = run(capsys, *args)
-    assert status == 1 and message in err, err
+    assert status == (2 if "--seed" in args else 1) and message in err, err

@@ -315,7 +315,7 @@ def test_cli_build_verify_show(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("argv,status,text", [
     (["golden", "build", "T", "-o", "S", "-k", "("], 2, "not a regular expression"),
-    (["golden", "build", "T", "-o", "S", "-j", "0"], 2, "-j must be at least 1"),
+    (["golden", "build", "T", "-o", "S", "-j", "0"], 2, "-j must be between 1 and 256"),
     (["golden", "verify", "missing"], 1, "no suite folder"),
     (["golden", "show", "."], 1, "no case folder"),
     (["golden", "build", "missing.toml", "-o", "S"], 1, "cannot read the case table"),

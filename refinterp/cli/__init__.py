@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from refinterp.cli.arguments import build_parser, expression_first
+from refinterp.cli.arguments import build_parser, check_paths, expression_first
 from refinterp.cli.commands import COMMANDS, progress_line
 from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
                                   UsageError)
@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(json_mode=getattr(args, "json", False) is True)  # check: --json FILE
     run = COMMANDS[args.command]
     try:
+        check_paths(args)
         return run(args, out)
     except Diagnostic as diag:
         out.error(diag)

@@ -1,6 +1,6 @@
 """The command line's grammar: the argparse parser of every command and option, and the
 parsing of option values (attributes, input types, memory sizes, an expression that starts with
-'-')."""
+'-'). An option value that cannot be used is command-line misuse (`UsageError`, exit 2)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,12 @@ _TYPE_RE = re.compile(
 RANDOM_TYPES = ("real", "int", "bool")
 
 
-def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
+def parse_types(texts: list[str], option: str = "--input",
+                max_pack_length: int | None = None) -> dict[str, Any]:
     """Input types from `NAME=TYPE[EXTENTS]`, `NAME=TYPE[EXTENTS]..(N)` (a pack of N equal
-    tensors) and `NAME.I=TYPE[EXTENTS]` (item I of a pack; items run from 0 without gaps)."""
-    from refinterp.api import TensorType
+    tensors, N within `max_pack_length`, default the API's) and `NAME.I=TYPE[EXTENTS]` (item I
+    of a pack; items run from 0 without gaps)."""
+    from refinterp.api import MAX_PACK_LENGTH, TensorType, check_pack_length
 
     types: dict[str, Any] = {}
     items: dict[str, dict[int, Any]] = {}
@@ -50,7 +52,12 @@ def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
                                  code="E0901")
             items.setdefault(base, {})[int(index)] = tensor
         else:
-            types[base] = (tensor,) * int(match["count"]) if match["count"] else tensor
+            if match["count"]:
+                count = int(match["count"])
+                check_pack_length(count, max_pack_length or MAX_PACK_LENGTH, f"{option} {base}")
+                types[base] = (tensor,) * count
+            else:
+                types[base] = tensor
     for base, by_index in items.items():
         if base in types or sorted(by_index) != list(range(len(by_index))):
             raise Diagnostic(f"{option} {base}: give a whole pack or items {base}.0, {base}.1, "
@@ -59,8 +66,8 @@ def parse_types(texts: list[str], option: str = "--input") -> dict[str, Any]:
     return types
 
 
-def parse_size(text: str) -> int:
-    """A memory size: bytes, or a number with K, M, G or T (powers of 1024), e.g. '512M'."""
+def parse_size(text: str, option: str) -> int:
+    """A size in bytes: a number, or a number with K, M, G or T (powers of 1024), e.g. '512M'."""
     units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
     number, unit = text.strip().upper().rstrip("IB") or "0", 1
     if number[-1:] in units:
@@ -68,10 +75,9 @@ def parse_size(text: str) -> int:
     try:
         size = int(float(number) * unit)
     except (ValueError, OverflowError):
-        raise Diagnostic(f"--max-memory expects a size such as 2G or 512M; got '{text}'",
-                         code="E0901") from None
+        raise UsageError(f"{option} expects a size such as 2G or 512M; got '{text}'") from None
     if size < 1:
-        raise Diagnostic(f"--max-memory must be positive; got '{text}'", code="E0901")
+        raise UsageError(f"{option} must be positive; got '{text}'")
     return size
 
 
@@ -85,13 +91,40 @@ def parse_regex(text: str | None, option: str) -> str | None:
     return text
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+MAX_JOBS = 256  # worker processes of -j
 
-    try:
-        return version("refinterp")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
+# every option or argument that names a file or folder (dest -> how the user spelled it)
+PATH_OPTIONS = {"file": "FILE|DIR", "files": "FILE", "module": "MODULE|FILE",
+                "target": "MODULE.OP|FILE", "stdlib": "--stdlib", "path": "--path",
+                "inputs": "--inputs", "params": "--params", "output": "-o",
+                "save_inputs": "--save-inputs", "save_params": "--save-params",
+                "write_params": "--write-params", "save_case": "--save-case",
+                "tables": "CASEFILE", "suite": "SUITE", "case": "CASE_DIR", "json": "--json",
+                "junit": "--junit", "expect": "--expect", "update_expect": "--update-expect",
+                "probe": "--probe", "merge": "--merge"}
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """A file or folder given as the empty string is command-line misuse (it would silently
+    mean the current folder, or nothing); checked for every command."""
+    for name, option in PATH_OPTIONS.items():
+        value = getattr(args, name, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise UsageError(f"{option}: the path is empty")
+
+
+def check_number(value: float | None, option: str, low: float, high: float) -> None:
+    """A numeric option within [low, high] (NaN and infinities are not), else misuse."""
+    if value is not None and not low <= value <= high:  # NaN fails both comparisons
+        raise UsageError(f"{option} must be between {low:g} and {high:g}; got {value!r}")
+
+
+def _version() -> str:
+    """refinterp's version (refinterp/__init__.py; the package metadata reads it from there,
+    and importlib.metadata would cost ~10 ms of start-up on every command)."""
+    from refinterp import __version__
+
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
                                  "'text' (quote strings)")
     invocation.add_argument("--generic", action="append", default=[], metavar="TYPE",
                             help="explicit generic type arguments in @dtype order, as op<TYPE>")
+    # the limits of a run (docs/limits.md): None keeps the API's default, named in the help
+    limits = argparse.ArgumentParser(add_help=False)
+    limits.add_argument("--max-iterations", type=int, metavar="N",
+                        help="the most iterations a @compose loop may run (default 10000)")
+    limits.add_argument("--max-depth", type=int, metavar="N",
+                        help="the deepest nesting of operator invocations (default 256, at "
+                             "most 10000)")
+    limits.add_argument("--max-pack-length", type=int, metavar="N",
+                        help="the most tensors in one pack (default 100000)")
 
     parse_cmd = commands.add_parser(
         "parse", parents=[common, stdlib, search],
@@ -169,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe_cmd.add_argument("--op", metavar="NAME", help="the operator of FILE to describe")
 
     shapes_cmd = commands.add_parser(
-        "shapes", parents=[common, stdlib, search, profile, invocation],
+        "shapes", parents=[common, stdlib, search, profile, invocation, limits],
         help="instantiate an operator, check its composition, print its output shapes")
     shapes_cmd.add_argument("--input", action="append", default=[],
                             metavar="NAME=TYPE[EXTENTS]",
@@ -180,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="also list the @quantize entries and the tensors they attach to")
 
     eval_cmd = commands.add_parser(
-        "eval", parents=[common, stdlib, search, profile, invocation],
+        "eval", parents=[common, stdlib, search, profile, invocation, limits],
         help="evaluate an operator or graph on input arrays")
     eval_cmd.add_argument("--inputs", metavar="IN.npz",
                           help="input arrays by name (a pack xs as xs.0, xs.1, ...)")
@@ -212,16 +254,18 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("--write-params", metavar="DIR|FILE.npz",
                           help="write every variable after the run: @update's new values, "
                                "the others as read (.dat files or an .npz; for --params)")
-    eval_cmd.add_argument("--max-iterations", type=int, default=1_000_000, metavar="N",
-                          help="the most iterations a loop may run (default 1000000)")
-    eval_cmd.add_argument("--max-depth", type=int, default=256, metavar="N",
-                          help="the deepest nesting of operator invocations (default 256)")
+    eval_cmd.add_argument("--max-tensor-size", metavar="SIZE",
+                          help="the most bytes one tensor may take, checked before it is made "
+                               "(default 1G)")
+    eval_cmd.add_argument("--max-lower-iterations", type=int, metavar="N",
+                          help="the most iterations one @lower formula may run, checked before "
+                               "it runs (default 1000000000)")
     eval_cmd.add_argument("--engine", choices=["scalar", "vector", "auto"], default="auto",
                           help="how @lower formulas run: scalar (element by element, the "
                                "definition), vector (NumPy, falling back to scalar per "
                                "formula where it cannot be exact) or auto (scalar for small "
                                "operators, vector otherwise; the default)")
-    eval_cmd.add_argument("--max-memory", default="2G", metavar="SIZE",
+    eval_cmd.add_argument("--max-memory", metavar="SIZE",
                           help="the most memory the vector engine's temporaries may take at "
                                "once (default 2G); larger iteration spaces run in chunks")
     eval_cmd.add_argument("--save-case", metavar="DIR",

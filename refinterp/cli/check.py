@@ -9,7 +9,7 @@ import shlex
 import sys
 from typing import Any
 
-from refinterp.cli.arguments import parse_regex
+from refinterp.cli.arguments import MAX_JOBS, check_number, parse_regex
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -84,16 +84,16 @@ def cmd_check(args: argparse.Namespace, out: Output) -> int:
     from refinterp import harness
 
     if args.merge:
-        try:
-            results, backend, suite = harness.load_results(args.merge)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise Diagnostic(f"cannot merge the reports: {error}", code="E0800") from None
+        results, backend, suite = harness.load_results(args.merge)
         return _finish(args, out, results, backend, suite)
     if args.suite is None or (args.backend is None and args.backend_cmd is None):
         raise UsageError("check needs SUITE and --backend NAME or --backend-cmd COMMAND "
                          "(or --merge REPORT.json...)")
-    if args.jobs < 1 or args.timeout <= 0:
-        raise UsageError("-j must be at least 1 and --timeout positive")
+    check_number(args.jobs, "-j", 1, MAX_JOBS)
+    check_number(args.timeout, "--timeout", 0.001, 7 * 86400.0)
+    for option in ("rtol", "atol"):
+        check_number(getattr(args, option), f"--{option}", 0.0, 1e300)
+    check_number(args.ulp, "--ulp", 0, 2**62)
     if args.profile is not None and args.backend_cmd is None:
         raise UsageError("--profile is for --backend-cmd (a named back end says its own)")
     spec = harness.BackendSpec(name=args.backend, command=args.backend_cmd,

@@ -54,7 +54,11 @@ def _listing(kind: str, names: list[str]) -> str:
 
 
 def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
-    """Print the canonical form of files, rewrite them (-i), or check them (--check)."""
+    """Print the canonical form of files, rewrite them (-i), or check them (--check).
+
+    The canonical form keeps every comment and is checked before `format_file` returns it
+    (`syntax.printer.format_module`): it reads back as the same syntax tree with the same
+    comments, or a diagnostic stops fmt before it writes anything for that file."""
     from refinterp.api import format_file
 
     changed: list[str] = []
@@ -170,15 +174,34 @@ def _target(args: argparse.Namespace) -> tuple[Any, str | None]:
     return api.load(args.file, stdlib=args.stdlib, search_path=args.path), args.op
 
 
+LIMIT_COUNTS = ("max_iterations", "max_depth", "max_pack_length", "max_lower_iterations")
+def _limits(args: argparse.Namespace) -> Any:
+    """The limits of a run (`api.Limits`, docs/limits.md) from the limit options given; the
+    others keep the API's defaults. A value the API refuses is command-line misuse."""
+    from refinterp import api
+
+    given = {name: getattr(args, name) for name in LIMIT_COUNTS
+             if getattr(args, name, None) is not None}
+    if getattr(args, "max_tensor_size", None) is not None:
+        given["max_tensor_size"] = parse_size(args.max_tensor_size, "--max-tensor-size")
+    try:
+        return api.Limits(**given)
+    except Diagnostic as error:
+        raise UsageError(error.message) from None
+
+
 def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
     """Instantiate an operator, check its composition and print its output types and shapes."""
     from refinterp import api
 
+    limits = _limits(args)
     target, op = _target(args)
     attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
-    result = api.shapes(target, op=op, attributes=attributes, inputs=parse_types(args.input),
+    result = api.shapes(target, op=op, attributes=attributes,
+                        inputs=parse_types(args.input, max_pack_length=limits.max_pack_length),
                         generics=tuple(args.generic), profile=args.profile, stdlib=args.stdlib,
-                        quant=args.quant)
+                        max_iterations=limits.max_iterations, max_depth=limits.max_depth,
+                        max_pack_length=limits.max_pack_length, quant=args.quant)
     entries = result.quantization
     if not result.checked:
         out.diagnostic(Diagnostic(f"the composition was checked only up to where {result.stopped}"
@@ -228,10 +251,11 @@ def _type_json(info: Any) -> Any:
 # ------------------------------------------------------------------------------- eval
 
 
-def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str, Any]:
+def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
+                limits: Any) -> dict[str, Any]:
     """Input arrays from --inputs, --input NAME=PATH.npy|LITERAL and --random (each name from
-    one place only); `fixed()` gives the declared types of inputs with fixed shapes (for
-    `--random NAME` and `--random-inputs`)."""
+    one place only), within the tensor size and pack length `limits`; `fixed()` gives the
+    declared types of inputs with fixed shapes (for `--random NAME` and `--random-inputs`)."""
     import numpy as np
 
     from refinterp import api
@@ -247,7 +271,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
         arrays[name] = value
 
     if args.inputs:
-        for key, array in io.read_arrays(args.inputs, "--inputs").items():
+        for key, array in io.read_arrays(args.inputs, "--inputs",
+                                         max_tensor_size=limits.max_tensor_size).items():
             add(key, array, f"--inputs '{args.inputs}'")
     for text in args.input:
         name, sep, value = text.partition("=")
@@ -255,7 +280,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
             raise Diagnostic(f"--input expects NAME=PATH.npy or NAME=LITERAL; got '{text}'",
                              code="E0901")
         if value.endswith(".npy"):
-            add(name, io.read_array(value, f"--input {name}"), f"--input {name}")
+            add(name, io.read_array(value, f"--input {name}",
+                                    max_tensor_size=limits.max_tensor_size), f"--input {name}")
         else:
             add(name, np.asarray(api.parse_value(value, args.profile, f"<input {name}>")),
                 f"--input {name}")
@@ -263,7 +289,7 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
     declared = None
     for text in args.random:
         if "=" in text:
-            wanted.update(parse_types([text], "--random"))
+            wanted.update(parse_types([text], "--random", limits.max_pack_length))
             continue
         declared = fixed() if declared is None else declared
         if text not in declared:
@@ -282,7 +308,9 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict]) -> dict[str
         if getattr(info, "dtype", None) not in RANDOM_TYPES and not isinstance(info, tuple):
             raise Diagnostic(f"--random {name}: no random values of type '{info.dtype}'",
                              notes=["the types are real, int and bool"], code="E0901")
-    for name, value in api.random_inputs(wanted, args.seed).items():
+    for name, value in api.random_inputs(wanted, args.seed,
+                                         max_tensor_size=limits.max_tensor_size,
+                                         max_pack_length=limits.max_pack_length).items():
         for key, item in io.flatten_packs({name: value}).items():
             add(key, item, f"--random {name}")
     return io.group_packs(arrays)
@@ -294,29 +322,31 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     from refinterp import api
     from refinterp import io
 
+    if args.seed < 0:
+        raise UsageError(f"--seed: a seed is a non-negative int; got {args.seed}")
+    limits = _limits(args)
+    max_memory = parse_size(args.max_memory, "--max-memory") if args.max_memory is not None \
+        else api.DEFAULT_MAX_MEMORY
     for path, what, folder_ok in ((args.output, "-o", False),
                                   (args.save_inputs, "--save-inputs", False),
                                   (args.save_params, "--save-params", False),
                                   (args.write_params, "--write-params", True)):
         if path:
             io.check_writable(path, what, folder_ok=folder_ok)
-    if args.max_iterations < 1 or args.max_depth < 1:
-        raise Diagnostic("--max-iterations and --max-depth must be at least 1", code="E0901")
-    max_memory = parse_size(args.max_memory)
     target, op = _target(args)
     attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
 
     def fixed() -> dict:
         return api.fixed_inputs(target, op=op, attributes=attributes, profile=args.profile,
-                                stdlib=args.stdlib)
+                                stdlib=args.stdlib, max_tensor_size=limits.max_tensor_size)
 
-    inputs = load_inputs(args, fixed)
-    params = io.read_params(args.params) if args.params else None
+    inputs = load_inputs(args, fixed, limits)
+    params = io.read_params(args.params, max_tensor_size=limits.max_tensor_size) \
+        if args.params else None
     run = api.evaluate(target, op=op, inputs=inputs, attributes=attributes, params=params,
                        random_params=args.random_params, seed=args.seed,
                        generics=tuple(args.generic), profile=args.profile, engine=args.engine,
-                       max_memory=max_memory, max_iterations=args.max_iterations,
-                       max_depth=args.max_depth, stdlib=args.stdlib,
+                       max_memory=max_memory, **vars(limits), stdlib=args.stdlib,
                        log=_engine_log(out) if args.verbose else None,
                        progress=progress_line if _show_progress(args) else None)
     outputs = io.flatten_packs(run.outputs)

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from refinterp.cli.arguments import parse_regex
-from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
+from refinterp.cli.arguments import MAX_JOBS, check_number, parse_regex
+from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output
 from refinterp.core.diagnostics import Diagnostic
 
 
@@ -50,8 +50,7 @@ def cmd_golden(args: argparse.Namespace, out: Output) -> int:
 def _build(args: argparse.Namespace, out: Output) -> int:
     from refinterp import golden
 
-    if args.jobs < 1:
-        raise UsageError("-j must be at least 1")
+    check_number(args.jobs, "-j", 1, MAX_JOBS)
     include, exclude = parse_regex(args.include, "-k"), parse_regex(args.exclude, "--exclude")
     specs = golden.select(golden.read_tables(args.tables), include, exclude)
     if not specs:

@@ -65,6 +65,9 @@ CODES: dict[str, str] = {
     "E1100": "invalid golden case table",
     "E1101": "golden case does not build as its table says",
     "E1102": "golden suite fails verification",
+    "E1200": "tensor larger than the tensor size limit",
+    "E1201": "@lower iteration space larger than its limit",
+    "E1202": "pack of tensors longer than the pack length limit",
     "W0001": "warning",
     "N0001": "note",
 }

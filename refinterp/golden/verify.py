@@ -3,7 +3,6 @@ verify`), and rendering a case as deterministic text (`refinterp golden show`)."
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -12,6 +11,7 @@ import numpy as np
 
 import refinterp.api as api
 from refinterp.golden.build import Computed, compute, relative_to_graph, sha256
+from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.golden.tolerance import Bound, within
 from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
 from refinterp.numeric.representation import kind_of
@@ -28,8 +28,8 @@ class CaseReport:
 
 
 def load_case(folder: Path) -> dict[str, Any]:
-    """case.json of a case folder, as data."""
-    return json.loads((folder / "case.json").read_text(encoding="utf-8"))
+    """case.json of a case folder, as data, its fields checked (golden.schema)."""
+    return read_case_manifest(folder)
 
 
 def case_arrays(folder: Path, name: str) -> dict[str, Any]:
@@ -133,8 +133,10 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
     manifest_path = suite / "manifest.json"
     if not manifest_path.exists():
         return [CaseReport("<suite>", str(suite), [f"{manifest_path} is missing"])]
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    listed = {entry["path"]: entry for entry in manifest.get("cases", [])}
+    try:
+        listed = {entry["path"]: entry for entry in read_suite_manifest(suite)}
+    except Diagnostic as error:
+        return [CaseReport("<suite>", str(suite), [f"{error.message} [{error.code}]"])]
     present = {p.parent.relative_to(suite).as_posix() for p in suite.rglob("case.json")}
     for path in sorted(present - set(listed)):
         reports.append(CaseReport(path, path, ["a case folder that manifest.json does not list"]))
@@ -156,17 +158,17 @@ def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases
     """Check one case folder: case.json against `digest` (from the suite manifest, if any),
     every hash, then (with `recompute_cases`) its values recomputed."""
     report = CaseReport(case_id, path)
-    if digest is not None and sha256((folder / "case.json").read_bytes()) != digest:
-        report.problems.append("case.json: sha256 differs from manifest.json")
     try:
+        if digest is not None and sha256((folder / "case.json").read_bytes()) != digest:
+            report.problems.append("case.json: sha256 differs from manifest.json")
         case = load_case(folder)
         report.problems.extend(check_hashes(folder, case))
         if recompute_cases and not report.problems:
             report.problems.extend(drift(folder, case, recompute(folder, case)))
     except Diagnostic as error:
         report.problems.append(f"cannot be read or run: {error.message} [{error.code}]")
-    except (ValueError, KeyError) as error:
-        report.problems.append(f"case.json is malformed: {type(error).__name__}: {error}")
+    except OSError as error:
+        report.problems.append(f"cannot be read: {error.strerror or error}")
     return report
 
 
@@ -188,8 +190,14 @@ def show_case(folder: str | Path) -> str:
     """A deterministic, diffable text rendering of a case: its manifest, its model and every
     array in full."""
     folder = Path(folder)
-    parts = ["== case.json", (folder / "case.json").read_text(encoding="utf-8").rstrip(),
-             "== model.sknd", (folder / "model.sknd").read_text(encoding="utf-8").rstrip()]
+    read_case_manifest(folder)  # a damaged case.json is a diagnostic, not a rendering
+    parts = []
+    for name in ("case.json", "model.sknd"):
+        parts.append(f"== {name}")
+        try:
+            parts.append((folder / name).read_text(encoding="utf-8").rstrip())
+        except (OSError, UnicodeDecodeError) as error:
+            parts.append(f"(cannot be read: {getattr(error, 'strerror', None) or error})")
     for name in ("inputs", "params", "outputs", "updated"):
         path = folder / f"{name}.npz"
         if not path.exists():

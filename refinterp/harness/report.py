@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from xml.etree import ElementTree
 
+from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.harness.runner import STATUSES, Result
+from refinterp.io import read_json
 
 FORMAT = "refinterp-check/1"
 
@@ -111,14 +113,38 @@ def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:
     merged: dict[str, Result] = {}
     backend = suite = ""
     for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
-            raise ValueError(f"{path} is no refinterp check report (format {FORMAT})")
-        backend, suite = data.get("backend", backend), data.get("suite", suite)
-        for case in data["cases"]:
-            merged[case["id"]] = Result(**{k: case.get(k) for k in Result.__dataclass_fields__
-                                           if k in case})
+        data = read_json(path, "the report")
+        if not isinstance(data, dict) or data.get("format") != FORMAT or \
+                not isinstance(data.get("cases"), list):
+            raise GoldenDiagnostic(f"'{path}' is no refinterp check report (a JSON object of "
+                                   f"format {FORMAT} with a list 'cases')", code="E0800")
+        backend = str(data.get("backend", backend))
+        suite = str(data.get("suite", suite))
+        for k, case in enumerate(data["cases"]):
+            merged_case = _result(case)
+            if merged_case is None:
+                raise GoldenDiagnostic(f"'{path}': cases[{k}] is no case result (an object "
+                                       f"with a string id and a status of "
+                                       f"{', '.join(STATUSES)})", code="E0800")
+            merged[merged_case.id] = merged_case
     return sorted(merged.values(), key=lambda r: r.id), backend, suite
+
+
+_TYPES = {"id": str, "status": str, "reason": (str, type(None)), "explanation": str,
+          "seconds": (int, float), "phase": str, "operator": (str, type(None)), "module": str,
+          "attributes": dict, "expected": (str, type(None))}
+
+
+def _result(data: Any) -> Result | None:
+    """A report's case entry as a Result, or None if a field has the wrong type."""
+    if not isinstance(data, dict) or data.get("status") not in STATUSES or \
+            not isinstance(data.get("id"), str):
+        return None
+    fields = {k: data[k] for k in Result.__dataclass_fields__ if k in data}
+    if any(not isinstance(v, _TYPES[k]) or isinstance(v, bool) and k == "seconds"
+           for k, v in fields.items()):
+        return None
+    return Result(**fields)
 
 
 def print_summary(results: list[Result], out: TextIO | None = None) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.io import group_packs, read_arrays
 
 
@@ -88,13 +87,9 @@ class Case:
 
 
 def load_case(folder: str | Path) -> Case:
-    """The case of one folder."""
+    """The case of one folder (its case.json checked: golden.schema)."""
     folder = Path(folder)
-    try:
-        manifest = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise GoldenDiagnostic(f"'{folder}' is no readable case folder: {error}",
-                               code="E0800") from None
+    manifest = read_case_manifest(folder)
     return Case(manifest["id"], folder, manifest)
 
 
@@ -103,10 +98,5 @@ def load_suite(suite: str | Path) -> list[Case]:
     suite = Path(suite)
     if (suite / "case.json").exists():
         return [load_case(suite)]
-    try:
-        manifest = json.loads((suite / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise GoldenDiagnostic(f"'{suite}' is no golden suite (manifest.json: {error})",
-                               code="E0800") from None
-    return [load_case(suite / entry["path"]) for entry in
-            sorted(manifest.get("cases", []), key=lambda e: e["id"])]
+    entries = read_suite_manifest(suite)
+    return [load_case(suite / entry["path"]) for entry in sorted(entries, key=lambda e: e["id"])]

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from refinterp.core.cache import BoundedCache
+from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import BindingDiagnostic
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor, children, nodes
+from refinterp.syntax.visitor import ExprVisitor, nodes, walk
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def affine_form(expr: ast.Expr) -> Affine | None:
     """The affine form of `expr` in a single symbol, or None (§2.6: "an expression in the form
     a * x + b (or an equivalent one), where a and b must be constant expressions composed of
     constant literals")."""
-    form = _linear(expr)
+    form = _Linear().visit_chain(expr)
     if form is None:
         return None
     symbol, coefficient, offset = form
@@ -47,7 +47,8 @@ _LinearForm = tuple[str | None, Fraction, Fraction]
 
 
 class _Linear(ExprVisitor[_LinearForm | None]):
-    """(symbol, a, b) with expr == a * symbol + b, symbol None for a constant; None if not."""
+    """(symbol, a, b) with expr == a * symbol + b, symbol None for a constant; None if not.
+    One instance per expression (`visit_chain` keeps results of a long chain for it)."""
 
     def visit_IntLiteral(self, expr: ast.IntLiteral) -> _LinearForm:
         return None, Fraction(0), Fraction(expr.value)
@@ -58,7 +59,7 @@ class _Linear(ExprVisitor[_LinearForm | None]):
     def visit_Unary(self, expr: ast.Unary) -> _LinearForm | None:
         if expr.op not in ("+", "-"):
             return None
-        inner = self.visit(expr.operand)
+        inner = self.visit_chain(expr.operand)
         if inner is None:
             return None
         sign = -1 if expr.op == "-" else 1
@@ -67,7 +68,7 @@ class _Linear(ExprVisitor[_LinearForm | None]):
     def visit_Binary(self, expr: ast.Binary) -> _LinearForm | None:
         if expr.op not in ("+", "-", "*"):
             return None
-        left, right = self.visit(expr.left), self.visit(expr.right)
+        left, right = self.visit_chain(expr.left), self.visit_chain(expr.right)
         if left is None or right is None:
             return None
         if expr.op == "*":
@@ -87,8 +88,6 @@ class _Linear(ExprVisitor[_LinearForm | None]):
         return None  # any other form is not affine
 
 
-_linear = _Linear().visit
-
 
 def solve_affine(form: Affine, value: int) -> int | None:
     """The integer `x` with `a * x + b == value`, or None if there is none (e.g. an odd rank
@@ -97,28 +96,12 @@ def solve_affine(form: Affine, value: int) -> int | None:
     return int(x) if x.denominator == 1 else None
 
 
-class _FreeNames(ExprVisitor[None]):
-    """Adds the identifiers under a node to `names`: `Name` nodes only, so operator names,
-    members, labels and declared target names (plain strings in the tree) are not included."""
-
-    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
-        names.add(node.name)
-
-    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
-        for child in children(node):
-            self.visit(child, names)
-
-
-_NAMES = _FreeNames()
-
-
 def free_names(expr: object) -> set[str]:
-    """The identifiers an expression refers to (not operator names, not members); also of any
-    node (a right-hand side, a target) or tuple of nodes, and none of None."""
-    names: set[str] = set()
-    for node in nodes(expr):
-        _NAMES.visit(node, names)
-    return names
+    """The identifiers an expression refers to: its `Name` nodes, so not operator names,
+    members, labels or declared target names (plain strings in the tree); also of any node (a
+    right-hand side, a target) or tuple of nodes, and none of None."""
+    return {node.name for root in nodes(expr) for node in walk(root)
+            if isinstance(node, ast.Name)}
 
 
 def _is_constant(expr: ast.Expr) -> bool:
@@ -223,27 +206,24 @@ def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
                 f"no attribute or input shape defines", attribute.default.span)
 
 
-# Binding orders by (attribute declarations, input declarations): see `definition_order`.
-_ORDERS: BoundedCache[tuple[int, ...]] = BoundedCache(1024)
+# Binding orders by definition (its syntax tree): see `definition_order`.
+_ORDERS: IdentityCache[tuple[int, ...]] = IdentityCache(1024)
 
 
 def definition_order(definition: ast.OperatorDef) -> list[ast.ParamDecl]:
     """The checked binding order of a definition's inputs (§2.6.1: it depends on the definition
-    only), computed once and reused by every instantiation.
-
-    Cached by the declarations themselves, as positions in @input: equal declarations elsewhere
-    (spans aside) have the same order, and positions carry no spans. A diagnostic is not cached,
-    so it always points at the declarations of this definition."""
+    only), computed once per definition tree (parsed files are shared, so the standard
+    library's once per process) and reused by every instantiation, as positions in @input.
+    A diagnostic is not cached."""
     attributes = definition.block("attrib")
     inputs = definition.block("input")
     attribute_decls = attributes.entries if attributes else ()
     input_decls = inputs.entries if inputs else ()
-    key = (attribute_decls, input_decls)
-    positions = _ORDERS.get(key)
+    positions = _ORDERS.get(definition)
     if positions is None:
         order = binding_order(attribute_decls, input_decls)  # type: ignore[arg-type]
         check_deferred_attributes(attribute_decls, input_decls)  # type: ignore[arg-type]
         positions = tuple(next(i for i, decl in enumerate(input_decls) if decl is chosen)
                           for chosen in order)
-        _ORDERS.put(key, positions)
+        _ORDERS.put(definition, positions)
     return [input_decls[i] for i in positions]  # type: ignore[misc]

@@ -15,9 +15,9 @@ from typing import Callable
 from refinterp.numeric import rules
 from refinterp.core.diagnostics import EvalDiagnostic
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor
+from refinterp.syntax.visitor import ExprVisitor, first_operand
 from refinterp.language.types import (
-    CASTS, Scope, Type, check_expr, fold_with_initial, type_of_value,
+    CASTS, Scope, Type, check_expr, fold_with_initial, head, type_of_value,
 )
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted
 
@@ -44,8 +44,17 @@ class Environment:
 def evaluate(expr: ast.Expr, env: Environment | None = None) -> Value:
     """Type-check and evaluate a compile-time expression."""
     env = env or Environment()
-    types = check_expr(expr, env.scope())
-    return Evaluator(env, types).eval(expr)
+    return evaluate_checked(expr, env, check_expr(expr, env.scope()))
+
+
+def evaluate_checked(expr: ast.Expr, env: Environment, types: dict[int, Type]) -> Value:
+    """Evaluate an expression checked by `check_expr` (`types`). Flat chains of any length are
+    evaluated without recursion along them; an expression nested too deeply otherwise is a
+    diagnostic at its start."""
+    try:
+        return Evaluator(env, types).eval(expr)
+    except RecursionError:
+        raise EvalDiagnostic("nesting too deep to evaluate", head(expr.span)) from None
 
 
 class Evaluator(ExprVisitor[Value]):
@@ -77,7 +86,11 @@ class Evaluator(ExprVisitor[Value]):
 
     # ------------------------------------------------------------------ dispatch
 
-    eval = ExprVisitor.visit  # `eval(node)`: the value of a checked expression
+    def eval(self, node: ast.Expr) -> Value:
+        """The value of a checked expression. A long left-deep chain (`1 + 1 + ... + 1`) is
+        evaluated from its deepest node up, each rule finding its first operand's value ready:
+        every rule evaluates that operand first, unconditionally (`first_evaluated`)."""
+        return self.visit_chain(node, first_evaluated)
 
     def visit_IntLiteral(self, node: ast.IntLiteral) -> Value:
         return node.value
@@ -205,8 +218,7 @@ class Evaluator(ExprVisitor[Value]):
     def visit_Binary(self, node: ast.Binary) -> Value:
         op = node.op
         if op == "??":  # §2.4 null coalescing; lazy: the right side only when needed
-            left = self.eval(node.left)
-            return left if left is not NULL else self.eval(node.right)
+            return self.eval_coalesce(node)
         if fold_with_initial(node):
             return self.eval_fold_with_initial(node)
         left, right = self.eval(node.left), self.eval(node.right)
@@ -218,6 +230,18 @@ class Evaluator(ExprVisitor[Value]):
             return self.elementwise(node, _identical, left, right)
         return self.elementwise(
             node, lambda a, b: self.numeric(node, rules.binary, op, a, b), left, right)
+
+    def eval_coalesce(self, node: ast.Binary) -> Value:
+        """`a ?? b ?? c` groups to the right, `a ?? (b ?? c)`: the first non-null of its
+        operands, evaluated left to right until one is (a loop along the chain)."""
+        while True:
+            left = self.eval(node.left)
+            if left is not NULL:
+                return left
+            right = node.right
+            if not (isinstance(right, ast.Binary) and right.op == "??"):
+                return self.eval(right)
+            node = right
 
     def eval_fold_with_initial(self, node: ast.Binary) -> Value:
         """`x + .. + 42`: `fold_from` (an initial pack: one fold per item)."""
@@ -234,14 +258,18 @@ class Evaluator(ExprVisitor[Value]):
 
     def visit_Select(self, node: ast.Select) -> Value:
         """§2.4 select. A single condition evaluates only the taken branch, so a null in the
-        other branch does not matter (`?x ? x : 0`); a pack condition selects item by item."""
+        other branch does not matter (`?x ? x : 0`); a pack condition selects item by item. An
+        else-chain `c0 ? a0 : c1 ? a1 : ...` of single conditions is a loop along it."""
         cond = self.eval(node.cond)
-        if cond is NULL:
-            return NULL
-        if not isinstance(cond, tuple):
+        while not isinstance(cond, tuple):
+            if cond is NULL:
+                return NULL
             if cond:
                 return self.eval(node.then)
-            return self.eval(node.otherwise) if node.otherwise is not None else NULL
+            if not isinstance(node.otherwise, ast.Select):
+                return self.eval(node.otherwise) if node.otherwise is not None else NULL
+            node = node.otherwise
+            cond = self.eval(node.cond)
         then = self.eval(node.then)
         otherwise = self.eval(node.otherwise) if node.otherwise is not None else NULL
         for branch in (then, otherwise):
@@ -352,6 +380,14 @@ class Evaluator(ExprVisitor[Value]):
         # Decision (docs/rules.md): built-ins apply element-wise to packs, like operators.
         return self.elementwise(node, lambda v: self.numeric(node, rules.builtin, name, v),
                                 value)
+
+
+def first_evaluated(node: ast.Node) -> ast.Node | None:
+    """The operand the evaluator's rule for `node` evaluates first (`visitor.first_operand`,
+    but a fold with an initial value `x + .. + init` evaluates `x`, never the fold `x + ..`)."""
+    if fold_with_initial(node):
+        return node.left.operand  # type: ignore[union-attr]
+    return first_operand(node)
 
 
 def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,

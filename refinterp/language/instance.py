@@ -18,7 +18,7 @@ from typing import Any
 
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic, did_you_mean
 from refinterp.language.binding import definition_order, free_names
-from refinterp.language.expr import Environment, Evaluator, evaluate
+from refinterp.language.expr import Environment, evaluate, evaluate_checked
 from refinterp.language.inputs import InputBinding
 from refinterp.language.invocation import (Invocation, OperatorInstance, TensorArg, TensorInfo,
                                            describe_type, entries, span_text)
@@ -242,7 +242,7 @@ class Instantiation(InputBinding):
     def bind_using(self, using: ast.UsingDecl) -> None:
         env = self.env()
         types = check_expr(using.value, env.scope())
-        value = Evaluator(env, types).eval(using.value)
+        value = evaluate_checked(using.value, env, types)
         self.assign(using.target, value, types[id(using.value)])
 
     def assign(self, target: ast.LValue, value: Value, static: Type) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from refinterp.core.diagnostics import TypeDiagnostic
+from refinterp.core.source import Span
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
 
@@ -78,10 +79,21 @@ class Scope:
 
 
 def check_expr(expr: ast.Expr, scope: Scope) -> dict[int, Type]:
-    """Check `expr`; return the type of every node, keyed by `id(node)`."""
+    """Check `expr`; return the type of every node, keyed by `id(node)`. Flat chains of any
+    length are checked without recursion along them; an expression nested too deeply
+    otherwise (the parser allows hundreds of levels of parentheses or selects) is a
+    diagnostic at its start."""
     checker = Checker(scope)
-    checker.check(expr)
+    try:
+        checker.check(expr)
+    except RecursionError:
+        raise TypeDiagnostic("nesting too deep to check", head(expr.span)) from None
     return checker.types
+
+
+def head(span: Span) -> Span:
+    """The first character of a span: where a diagnostic about a whole expression points."""
+    return Span(span.source, span.line, span.col, span.line, span.col + 1)
 
 
 class Checker(ExprVisitor[Type]):
@@ -112,11 +124,14 @@ class Checker(ExprVisitor[Type]):
         return bases.pop() if bases else "any"
 
     def check(self, node: ast.Expr, scope: Scope | None = None) -> Type:
+        """The type of `node` (in `scope`, default the current one), recorded in `types`. A
+        long left-deep chain (`1 + 1 + ... + 1`) is checked from its deepest node up, each
+        rule finding its first operand's type ready: every rule checks that operand first."""
         saved = self.scope
         if scope is not None:
             self.scope = scope
         try:
-            result = self.visit(node)
+            result = self.visit_chain(node)
         finally:
             self.scope = saved
         self.types[id(node)] = result
@@ -260,7 +275,20 @@ class Checker(ExprVisitor[Type]):
         return Type("bool", packed, optional)
 
     def check_coalesce(self, node: ast.Binary) -> Type:
-        left, right = self.check(node.left), self.check(node.right)
+        """`a ?? b ?? c` groups to the right, `a ?? (b ?? c)`: its left operands are checked
+        in order, then the last right operand, then each link's rule from the innermost out
+        (the order of plain recursion, without recursion along the chain)."""
+        links = [node]
+        while isinstance(links[-1].right, ast.Binary) and links[-1].right.op == "??":
+            links.append(links[-1].right)
+        lefts = [self.check(link.left) for link in links]
+        result = self.check(links[-1].right)
+        for link, left in zip(reversed(links), reversed(lefts)):
+            result = self.coalesce_rule(link, left, result)
+            self.types[id(link)] = result
+        return result
+
+    def coalesce_rule(self, node: ast.Binary, left: Type, right: Type) -> Type:
         if not left.optional:
             raise self.fail(node.left, f"the left operand of '??' must be optional; got {left}")
         if right.optional:
@@ -272,12 +300,27 @@ class Checker(ExprVisitor[Type]):
         return Type(self.unify(node, "'??'", left, right), left.packed)
 
     def visit_Select(self, node: ast.Select) -> Type:
-        cond = self.check(node.cond)
-        self.require(node.cond, cond, "bool", "a select condition")
-        then = self.check(node.then, self.promoted_scope(node.cond))
-        branches = [then]
-        if node.otherwise is not None:
-            branches.append(self.check(node.otherwise))
+        """`c0 ? a0 : c1 ? a1 : ... : z` (an else-chain): each link's condition and taken
+        branch in order, then `z`, then each link's rule from the innermost out (the order of
+        plain recursion, without recursion along the chain)."""
+        links = [node]
+        while isinstance(links[-1].otherwise, ast.Select):
+            links.append(links[-1].otherwise)
+        parts = []
+        for link in links:
+            cond = self.check(link.cond)
+            self.require(link.cond, cond, "bool", "a select condition")
+            parts.append((cond, self.check(link.then, self.promoted_scope(link.cond))))
+        last = links[-1].otherwise
+        result = self.check(last) if last is not None else None
+        for link, (cond, then) in zip(reversed(links), reversed(parts)):
+            result = self.select_rule(link, cond, then, result)
+            self.types[id(link)] = result
+        return result
+
+    def select_rule(self, node: ast.Select, cond: Type, then: Type,
+                    otherwise: Type | None) -> Type:
+        branches = [then] if otherwise is None else [then, otherwise]
         base = self.unify(node, "a select", *branches)
         if cond.packed:
             packed = True

@@ -1,17 +1,26 @@
 """refinterp's array representation: real tensors are float64, int tensors int64, bool tensors
-bool (docs/semantics.md "Numbers"); a pack of tensors is a list of arrays."""
+bool (docs/semantics.md "Numbers"); a pack of tensors is a list of arrays.
+
+The limits of a representation (docs/limits.md) are here too, so that every ring can check them
+before it allocates: the bytes of one tensor (`MAX_TENSOR_SIZE`, `check_tensor_size`) and the
+items of one pack of tensors (`MAX_PACK_LENGTH`, `check_pack_length`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.source import Span
 from refinterp.numeric import rules
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1  # the range of an int tensor element
 NUMPY_DTYPES = {"real": np.float64, "int": np.int64, "bool": np.bool_}
+MAX_TENSOR_SIZE = 2 ** 30  # bytes of one tensor (--max-tensor-size, max_tensor_size=)
+MAX_PACK_LENGTH = 100_000  # items of one pack of tensors (--max-pack-length, max_pack_length=)
 
 
 @dataclass(frozen=True)
@@ -60,3 +69,51 @@ def canonical(array: Any) -> np.ndarray:
     if kind == "?":
         raise TypeError(f"dtype {array.dtype} is not a real, int or bool array")
     return array.astype(NUMPY_DTYPES[kind], copy=False)
+
+
+# ------------------------------------------------------------------------------- limits
+
+
+def limit_note(option: str) -> str:
+    """The note of every limit diagnostic: the command-line option and the API keyword that
+    raise the limit (`--max-tensor-size` is `max_tensor_size=`)."""
+    keyword = option.removeprefix("--").replace("-", "_")
+    return f"raise the limit with {option} (refinterp.api: {keyword}=); see docs/limits.md"
+
+
+def tensor_bytes(kind: str, shape: Sequence[int]) -> int:
+    """The bytes a tensor of `kind` ('real', 'int' or 'bool') and `shape` takes in refinterp's
+    representation (exact, however large the extents)."""
+    return math.prod(shape) * np.dtype(NUMPY_DTYPES[kind]).itemsize
+
+
+def format_bytes(size: int) -> str:
+    """`80000000000 bytes (74.5 GiB)`; small sizes as bytes only."""
+    units = [(2 ** 40, "TiB"), (2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")]
+    unit = next(((scale, name) for scale, name in units if size >= scale), None)
+    return f"{size} bytes" + (f" ({size / unit[0]:.3g} {unit[1]})" if unit else "")
+
+
+def check_tensor_size(kind: str, shape: Sequence[int | None], limit: int, what: str,
+                      span: Span | None = None) -> None:
+    """Raise E1200 when a tensor would take more than `limit` bytes: checked before the tensor
+    is made. An empty tensor counts as if its zero extents were 1 (NumPy refuses an empty
+    array whose other extents are too large, too). A shape with an unknown (None) or invalid
+    extent is not checked here."""
+    if any(not isinstance(extent, int) or extent < 0 for extent in shape):
+        return
+    size = tensor_bytes(kind, [extent or 1 for extent in shape])  # type: ignore[misc]
+    if size > limit:
+        empty = " were it not empty" if 0 in shape else ""
+        raise Diagnostic(f"{what} ({kind}[{', '.join(map(str, shape))}]) would take "
+                         f"{format_bytes(size)}{empty}, above the tensor size limit of "
+                         f"{format_bytes(limit)}", span,
+                         [limit_note("--max-tensor-size")], code="E1200")
+
+
+def check_pack_length(length: int, limit: int, what: str, span: Span | None = None) -> None:
+    """Raise E1202 when a pack of tensors would have more than `limit` items: checked before
+    the pack is built."""
+    if length > limit:
+        raise Diagnostic(f"{what} is a pack of {length} tensors, above the pack length limit "
+                         f"of {limit}", span, [limit_note("--max-pack-length")], code="E1202")

@@ -17,12 +17,15 @@ innermost call in the user's code. The original place stays as a related span.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
 
 from refinterp.numeric import rules
-from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, AbstractTensor, kind_of
+from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES as DTYPES,
+                                              AbstractTensor, check_pack_length, kind_of,
+                                              limit_note)
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
 from refinterp.language.expr import evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
@@ -35,15 +38,14 @@ from refinterp.language.modules import (LoadedModule, Program, find_operator,
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor, children, nodes
+from refinterp.syntax.visitor import nodes, walk
 from refinterp.run.abstract import DeclaredVariables, Undetermined, abstract_tensor
+from refinterp.run.limits import Limits
 from refinterp.run.locate import declaration_span, relocate
 from refinterp.run.scope import Scope, ScopePath, live_after, value_names
 from refinterp.language.types import CASTS
 from refinterp.language.values import NULL
 
-MAX_DEPTH = 256
-MAX_ITERATIONS = 1_000_000
 FRAMES_PER_CALL = 60
 
 
@@ -51,11 +53,14 @@ class Executor:
     """Runs operators of a loaded program."""
 
     def __init__(self, program: Program, profile: rules.Profile = rules.SPEC,
-                 max_depth: int = MAX_DEPTH, max_iterations: int = MAX_ITERATIONS,
+                 max_depth: int | None = None, max_iterations: int | None = None,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
                  params: ParameterStore | DeclaredVariables | None = None,
                  abstract: bool = False,
-                 observe: Callable[[str, Any], None] | None = None) -> None:
+                 observe: Callable[[str, Any], None] | None = None,
+                 limits: Limits = Limits()) -> None:
+        """`limits` bound the run (docs/limits.md); `max_depth` and `max_iterations`, when
+        given, replace those two of them."""
         self.program = program
         # told every tensor a @compose/@update block binds, by its scoped name relative to the
         # root (`conv1`, `block.relu`), in the order they are computed (harness probes)
@@ -68,8 +73,8 @@ class Executor:
         self.library_files = {str(m.path) for m in program.modules if m.library}
         self.running: list[str] = []  # the operators being run, outermost first (progress)
         self.profile = profile
-        self.max_depth = max_depth
-        self.max_iterations = max_iterations
+        self.limits = replace(limits, **{name: value for name, value in (
+            ("max_depth", max_depth), ("max_iterations", max_iterations)) if value is not None})
         self.depth = 0
 
     def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
@@ -78,8 +83,8 @@ class Executor:
         `module.operator`, e.g. `main.G`); return its outputs by name."""
         # each nested invocation takes a few dozen Python frames: make room for max_depth of
         # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), FRAMES_PER_CALL * self.max_depth
-                                  + 2000))
+        sys.setrecursionlimit(max(sys.getrecursionlimit(),
+                                  FRAMES_PER_CALL * self.limits.max_depth + 2000))
         return self.run_instance(definition, module, invocation, inputs,
                                  (module.name, definition.name))
 
@@ -88,6 +93,7 @@ class Executor:
                      path: ScopePath | None) -> dict[str, Any]:
         """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
         instance = instantiate(definition, invocation)
+        self.limits.check_instance(instance, sizes=not self.abstract)
         inputs = {**{name: self.constant(info, value)
                      for name, (info, value) in instance.defaults.items()}, **inputs}
         if self.abstract and definition.block("compose") is None:
@@ -96,6 +102,7 @@ class Executor:
                                           definition.span)
                     for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
+            self.limits.check_lowering(instance)
             arrays = {**inputs, **self.variables(instance, path)}
             return self.engine(instance, arrays, self.profile)
         if definition.block("compose") is not None:
@@ -260,7 +267,8 @@ class Executor:
     def invokes(self, node: object, scope: Scope) -> bool:
         """Whether an expression (a node, or a tuple of them) contains an operator
         invocation."""
-        return any(_INVOKES.visit(item, self, scope) for item in nodes(node))
+        return any(isinstance(found, ast.Call) and self.is_invocation(found, scope)
+                   for item in nodes(node) for found in walk(item))
 
     def bind(self, component: ast.Component, targets: tuple, results: list, scope: Scope
              ) -> None:
@@ -390,9 +398,11 @@ class Executor:
         outputs: list[list[Any]] = []
         iteration = 0
         while (count is None or iteration < count) and (length is None or iteration < length):
-            if iteration >= self.max_iterations:
-                raise ComposeDiagnostic(f"the loop ran {self.max_iterations} iterations "
-                                        f"(--max-iterations)", node.span, code="E0604")
+            if iteration >= self.limits.max_iterations:
+                raise ComposeDiagnostic(f"the loop ran {self.limits.max_iterations} iterations "
+                                        f"(--max-iterations), the most a loop may run",
+                                        node.span, [limit_note("--max-iterations")],
+                                        code="E0604")
             for name, pack in scans:
                 inner.tensors[name] = pack[iteration]
             if node.count is not None and node.count.index is not None:
@@ -406,6 +416,9 @@ class Executor:
             for name, value in zip(carried, results):
                 inner.tensors[name] = value
             outputs.append(results[len(carried):])
+            if len(results) > len(carried):  # each scanned output is a pack growing by one
+                check_pack_length(len(outputs), self.limits.max_pack_length,
+                                  "a scanned output of the loop", node.span)
             iteration += 1
             if node.post_condition is not None and \
                     not self.condition(node.post_condition, inner):
@@ -427,12 +440,17 @@ class Executor:
         if dtype is None or isinstance(value, list) or value is NULL:
             raise ComposeDiagnostic(f"cannot initialise '{item.name}' as {item.type.name}",
                                     item.span)
+        if any(not isinstance(e, int) or isinstance(e, bool) or e < 0 for e in shape):
+            raise ComposeDiagnostic(f"'{item.name}' is declared with shape {shape}; extents "
+                                    f"are non-negative ints", item.span)
         if value.ndim != 0 and list(value.shape) != shape:
             raise ComposeDiagnostic(f"'{item.name}' is declared with shape {shape}; its "
                                     f"initial value has shape {list(value.shape)}", item.span)
         if isinstance(value, AbstractTensor):
-            return AbstractTensor(kind_of(np.empty(0, dtype)), tuple(shape))
+            return AbstractTensor(kind_of(dtype), tuple(shape))
         if value.ndim == 0:
+            self.limits.check_tensor(TensorInfo(kind_of(dtype), tuple(shape)), f"'{item.name}'",
+                                     item.span)
             return np.full(shape, value, dtype=dtype)
         return value.astype(dtype)
 
@@ -533,6 +551,9 @@ class Executor:
         if isinstance(value, tuple):
             raise ComposeDiagnostic("a compile-time pack is not a tensor; write a list of "
                                     "tensors", node.span)
+        if rules.kind(value) == "int" and not INT64_MIN <= value <= INT64_MAX:
+            raise ComposeDiagnostic(f"{value} does not fit in an int tensor (int64)", node.span,
+                                    code="E0502")
         return np.array(value, dtype=DTYPES[rules.kind(value)])
 
     # ------------------------------------------------------------------ invocations
@@ -586,9 +607,10 @@ class Executor:
                                 generics, self.profile)
         self.depth += 1
         try:
-            if self.depth > self.max_depth:
-                raise ComposeDiagnostic(f"operator calls nest deeper than {self.max_depth}",
-                                        node.span, code="E0604")
+            if self.depth > self.limits.max_depth:
+                raise ComposeDiagnostic(f"operator calls nest deeper than "
+                                        f"{self.limits.max_depth} (--max-depth)", node.span,
+                                        [limit_note("--max-depth")], code="E0604")
             self.running.append(".".join(node.callee))
             outputs = self.run_instance(definition, module, invocation, inputs, path)
         except Diagnostic as diag:
@@ -603,20 +625,3 @@ class Executor:
             self.depth -= 1
             del self.running[self.depth:]
         return list(outputs.values())
-
-
-
-
-class _Invokes(ExprVisitor[bool]):
-    """Whether an expression contains a call that `executor` resolves to an operator."""
-
-    def visit_Call(self, node: ast.Call, executor: Executor, scope: Scope) -> bool:
-        return executor.is_invocation(node, scope) or self.generic_visit(node, executor, scope)
-
-    def generic_visit(self, node: ast.Node, executor: Executor, scope: Scope) -> bool:
-        return any(self.visit(child, executor, scope) for child in children(node))
-
-
-_INVOKES = _Invokes()
-
-

@@ -38,8 +38,9 @@ def relocate(diag: Diagnostic, node: ast.Call, caller: LoadedModule,
 
 
 def declaration_span(definition: ast.OperatorDef, name: str) -> Any:
-    """The span of the declaration of output or variable `name` (else the definition's)."""
-    for kind in ("output", "variable"):
+    """The span of the declaration of output, variable, constant or input `name` (else the
+    definition's)."""
+    for kind in ("output", "variable", "constant", "input"):
         block = definition.block(kind)
         for decl in block.entries if block else ():
             if decl.name == name:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from refinterp.core.cache import BoundedCache
+from refinterp.core.cache import IdentityCache
 from refinterp.language.binding import free_names
 from refinterp.language.expr import Environment
 from refinterp.language.instance import OperatorInstance
@@ -58,27 +58,26 @@ def live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
     component, as the output, or as a variable); None when an @update block reads the
     intermediate tensors.
 
-    Names only, so cached by the components and the names needed at the end: equal components
-    elsewhere (spans aside) read the same names."""
+    Computed once per definition tree (parsed files are shared, so the standard library's once
+    per process)."""
     if definition.block("update") is not None:
         return None
     entries = definition.block("compose").entries
     needed = frozenset(d.name for b in ("output", "variable") if definition.block(b) is not None
                        for d in definition.block(b).entries)
-    key = (entries, needed)
-    live = _LIVE.get(key)
+    live = _LIVE.get(definition)
     if live is None:
         sets: list[frozenset[str]] = []
         for entry in reversed(entries):
             sets.append(needed)
             needed = needed | _reads(entry)
         live = tuple(reversed(sets))
-        _LIVE.put(key, live)
+        _LIVE.put(definition, live)
     return list(live)
 
 
-# `live_after` by (@compose components, names needed at the end).
-_LIVE: BoundedCache[tuple[frozenset[str], ...]] = BoundedCache(1024)
+# `live_after` by definition (its syntax tree).
+_LIVE: IdentityCache[tuple[frozenset[str], ...]] = IdentityCache(1024)
 
 
 def _reads(component: ast.Component) -> set[str]:

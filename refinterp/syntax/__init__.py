@@ -3,6 +3,20 @@ visitor base), parser for both dialects, canonical printer.
 
 May import: `refinterp.core`."""
 
-from refinterp.syntax.parser import ParseResult, parse_expression, parse_module
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["ParseResult", "parse_expression", "parse_module"]
+
+
+def __getattr__(name: str) -> Any:
+    """The parser's entry points, imported on first use, so that `import refinterp.syntax.ast`
+    alone does not load the lexer and the parser (start-up time)."""
+    if name in __all__:
+        from refinterp.syntax import parser
+
+        value = getattr(parser, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,10 +11,148 @@ Later stages classify them with the declarations in scope.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Union
+import dataclasses
+import sys
+from dataclasses import field
+from reprlib import recursive_repr
+from typing import Any, Callable, Union
 
 from refinterp.core.source import NO_SPAN, Span
+
+# ----------------------------------------------------------------------------- node classes
+#
+# Import time (issue 15, item 8): `dataclasses.dataclass(frozen=True)` compiles six methods per
+# class, one `exec` each: most of this module's import time. In this module `dataclass` is the
+# function below instead. For a plain frozen subclass of a node class (annotated fields with at
+# most a default; no __post_init__; none of the six methods written by hand) it lets dataclasses
+# collect the fields without generating anything, then adds the same six methods: one compiled
+# __init__, and shared closures for the others. Anything else goes to dataclasses.dataclass.
+# The classes equal what dataclasses makes (fields, parameters, signatures, docs, repr, eq,
+# hash, frozenness): tests/test_fuzz_frontdoors.py compares them class by class.
+
+_GENERATED = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class _Thawed:
+    """Only its `__dataclass_params__` serves: see `dataclass`."""
+
+
+def dataclass(cls: type | None = None, /, **options: Any) -> Any:
+    """`dataclasses.dataclass`, with the same classes made faster for plain frozen nodes."""
+    if cls is None:
+        return lambda cls: dataclass(cls, **options)
+    bases = [b for b in cls.__mro__[1:] if "__dataclass_params__" in b.__dict__]
+    if options != {"frozen": True} or not bases or not _plain(cls, bases):
+        return dataclasses.dataclass(cls, **options)
+    frozen = [b.__dataclass_params__ for b in bases]
+    documented = bool(cls.__doc__)
+    if not documented:
+        cls.__doc__ = "-"  # dataclasses would derive one from the __init__ not yet there
+    for base in bases:  # dataclasses refuses a non-frozen pass over frozen bases
+        base.__dataclass_params__ = _Thawed.__dataclass_params__
+    try:
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields, no method
+    finally:
+        for base, params in zip(bases, frozen):
+            base.__dataclass_params__ = params
+    cls.__dataclass_params__ = frozen[0]
+    fields = dataclasses.fields(cls)
+    init, representation, equality, hashing = _compiled(cls, fields)
+    for method in (init, recursive_repr()(representation), equality, hashing,
+                   _frozen_setattr(cls, tuple(f.name for f in fields)),
+                   _frozen_delattr(cls, tuple(f.name for f in fields))):
+        method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
+        setattr(cls, method.__name__, method)
+    if not documented:
+        cls.__doc__ = cls.__name__ + _signature_text(fields)
+    return cls
+
+
+def _plain(cls: type, bases: list[type]) -> bool:
+    namespace = cls.__dict__
+    if any(name in namespace for name in _GENERATED) or hasattr(cls, "__post_init__") or \
+            not all(b.__dataclass_params__.frozen for b in bases):
+        return False
+    for name, annotation in namespace.get("__annotations__", {}).items():
+        value = namespace.get(name)
+        if "ClassVar" in str(annotation) or "InitVar" in str(annotation) or (
+                isinstance(value, dataclasses.Field) and
+                (value.default_factory is not dataclasses.MISSING or not value.init)):
+            return False
+    return True
+
+
+def _in_init_order(fields: tuple) -> list:
+    return [f for f in fields if not f.kw_only] + [f for f in fields if f.kw_only]
+
+
+def _compiled(cls: type, fields: tuple) -> tuple[Callable, ...]:
+    """__init__, __repr__, __eq__ and __hash__ as dataclasses writes them, compiled at once."""
+    parameters, seen_default = ["self"], False
+    for f in _in_init_order(fields):
+        if f.kw_only and "*" not in parameters:
+            parameters.append("*")
+        if f.default is dataclasses.MISSING:
+            if seen_default and not f.kw_only:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+            parameters.append(f.name)
+        else:
+            seen_default = seen_default or not f.kw_only
+            parameters.append(f"{f.name}=__default_{f.name}")
+    values: dict[str, Any] = {"__set": object.__setattr__}
+    values.update((f"__default_{f.name}", f.default) for f in fields)
+    assign = "".join(f"\n        __set(self, {f.name!r}, {f.name})" for f in fields)
+    shown = ", ".join(f"{f.name}={{self.{f.name}!r}}" for f in fields if f.repr)
+    compared = [f.name for f in fields if f.compare]
+    hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+
+    def items(owner: str, names: list[str]) -> str:
+        return f"({''.join(f'{owner}.{name},' for name in names)})"
+    source = f"""def make({', '.join(values)}):
+    def __init__({', '.join(parameters)}):{assign or ' pass'}
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"({shown})"
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return {items('self', compared)} == {items('other', compared)}
+        return NotImplemented
+    def __hash__(self):
+        return hash({items('self', hashed)})
+    return __init__, __repr__, __eq__, __hash__"""
+    namespace: dict[str, Any] = {}
+    exec(source, sys.modules[cls.__module__].__dict__, namespace)  # as dataclasses does
+    methods = namespace["make"](**values)
+    methods[0].__annotations__ = {**{f.name: f.type for f in _in_init_order(fields)},
+                                  "return": None}
+    return methods
+
+
+def _frozen_setattr(cls: type, names: tuple[str, ...]) -> Callable:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _frozen_delattr(cls: type, names: tuple[str, ...]) -> Callable:
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _signature_text(fields: tuple) -> str:
+    """`(a: 'int', b: 'str' = 'x', *, span: 'Span' = ...)` as inspect.signature prints it."""
+    parts: list[str] = []
+    for f in _in_init_order(fields):
+        if f.kw_only and "*" not in parts:
+            parts.append("*")
+        text = f"{f.name}: {f.type!r}"  # a string: this module postpones annotations
+        parts.append(text if f.default is dataclasses.MISSING else f"{text} = {f.default!r}")
+    return f"({', '.join(parts)})"
 
 
 @dataclass(frozen=True)

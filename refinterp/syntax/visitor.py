@@ -17,7 +17,7 @@ forgotten in a pass that claims to handle them all.
 from __future__ import annotations
 
 import typing
-from typing import Any, Callable, ClassVar, Generic, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
 
 from refinterp.syntax import ast
 
@@ -60,10 +60,58 @@ class ExprVisitor(Generic[R]):
         fold over the children (`children(node)`)."""
         raise UnhandledNode(f"{type(self).__name__} does not handle {type(node).__name__}")
 
+    def visit_chain(self, node: Any, first: Callable[[Any], Any | None] | None = None) -> R:
+        """`visit(node)` for a pass whose rules visit a node's first operand (`first`, default
+        `first_operand`) before anything else, exactly once and in the same context, through
+        `visit_chain`: a long chain below `node` (`chain_below`) is visited from its deepest
+        node up, each result kept for its parent's rule, so with no recursion along it."""
+        ready: dict[int, Any] = self.__dict__.setdefault("_ready", {})
+        if id(node) in ready:
+            return ready.pop(id(node))
+        for inner in chain_below(node, first or first_operand):
+            ready[id(inner)] = self.visit(inner)
+        return self.visit(node)
+
     @classmethod
     def unhandled(cls) -> list[str]:
         """The expression classes this pass has no `visit_` method for."""
         return [c.__name__ for c in EXPRESSION_CLASSES if not hasattr(cls, f"visit_{c.__name__}")]
+
+
+# A chain of at most this many first operands is walked by plain recursion (`chain_below`).
+SHORT_CHAIN = 16
+
+
+def first_operand(node: Any) -> Any | None:
+    """The operand a flat chain nests through, or None: a `Binary`'s left operand, a `Fold`'s
+    or `Unary`'s operand, a `Subscript`'s or `Member`'s base. The parser builds flat chains
+    (`1 + 1 + ... + 1`, `x[0][0]...`, `x.size.size`) in a loop, so their trees are as deep as
+    the chains are long, without bound."""
+    if isinstance(node, ast.Binary):
+        return node.left
+    if isinstance(node, (ast.Fold, ast.Unary)):
+        return node.operand
+    if isinstance(node, (ast.Subscript, ast.Member)):
+        return node.base
+    return None
+
+
+def chain_below(node: Any, first: Callable[[Any], Any | None] = first_operand) -> list[Any]:
+    """The nodes below `node` along `first` (its first operand, that operand's first operand,
+    ...), deepest first — or [] when there are at most SHORT_CHAIN of them.
+
+    A pass whose rule for each of these nodes visits the node's `first` operand before
+    anything else visits them in this order, then `node`, and so takes the order of plain
+    recursion without recursing along the chain (`ExprVisitor.visit_chain`)."""
+    below: list[Any] = []
+    current = first(node)
+    while current is not None:
+        below.append(current)
+        current = first(current)
+    if len(below) <= SHORT_CHAIN:
+        return []
+    below.reverse()
+    return below
 
 
 def children(node: Any) -> list[Any]:
@@ -76,6 +124,18 @@ def children(node: Any) -> list[Any]:
         elif isinstance(value, tuple):
             _collect(value, found)
     return found
+
+
+def walk(root: Any, below: Callable[[Any], list[Any]] = children) -> Iterator[Any]:
+    """`root` and every node under it, in the order of a depth-first recursion over `below`
+    (default: all children, in field order), parents before children — with an explicit stack,
+    so a tree from a long flat chain, as deep as the chain is long, is walked too. For passes
+    that look at every node (`binding.free_names`); `below` prunes (a call's arguments only)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(below(node)))
 
 
 def nodes(value: Any) -> list[Any]:
