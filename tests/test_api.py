@@ -29,3 +29,13 @@ def test_intrinsics_are_looked_up_by_qualified_name() -> None:
     assert lookup("test.api_identity") is identity
     with pytest.raises(ValueError):
         intrinsic("test.api_identity")(identity)
+
+
+def test_an_attribute_pack_of_mixed_types_is_a_diagnostic() -> None:
+    """From the API a pack may mix Python types; the type check reports it (E0303)."""
+    import pytest
+    import refinterp.api as api
+
+    with pytest.raises(api.Error) as caught:
+        api.evaluate("layout.constant", attributes={"shape": [2], "value": [1.0, 2]})
+    assert caught.value.code == "E0303" and "a pack mixes types" in caught.value.message

@@ -81,17 +81,10 @@ def explain(found: list) -> str:
 
 
 # Categories being fixed by other engineers now (issue 15); each reason says what fails and
-# where. Remove a mark once its category passes. (fmt's comment loss, the third such category,
-# passes with the formatter's comment support.)
-BEING_FIXED = {
-    "recursion": "RecursionError on long flat chains and deep nesting in expr/shapes: "
-                 "language/types.py check and visit_Binary recurse per operand (and hashing "
-                 "a deep syntax tree as a cache key recurses)",
-    "limits": "memory and size limits: --random x=real[100000,100000] (MemoryError), "
-              "--random x=real[4]..(100000000) (hangs in api.draw), huge extents (OverflowError "
-              "in run/compose.py, ValueError in api.draw) and --max-depth 1000000000 "
-              "(OverflowError in run/compose.py)",
-}
+# where. Remove a mark once its category passes. (fmt's comment loss passes with the
+# formatter's comment support; recursion and limits with the iterative checker, evaluator and
+# walks, identity-keyed tree caches and the limits checked at instantiation.)
+BEING_FIXED: dict[str, str] = {}
 
 
 def _mark(name: str) -> Any:

@@ -79,7 +79,7 @@ def test_write_then_parse_independently(tmp_path: Path) -> None:
     (header((2,), 32, 0) + bytes(4), "data length"),
     (header((2,), 12, 4) + bytes(3), "12-bit int"),
     (header((2,), 32, 9) + bytes(8), "code 0x9"),
-    (b"\x4e\xef", "bad magic"),
+    (b"\x4e\xef", "truncated: 2 bytes"),
 ])
 def test_invalid_files_are_diagnostics(tmp_path: Path, data: bytes, message: str) -> None:
     path = write_file(tmp_path / "bad.dat", data)

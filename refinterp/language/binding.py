@@ -18,7 +18,7 @@ from fractions import Fraction
 from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import BindingDiagnostic
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor, nodes, walk
+from refinterp.syntax.visitor import ExprVisitor, children, nodes
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,35 @@ def free_names(expr: object) -> set[str]:
     """The identifiers an expression refers to: its `Name` nodes, so not operator names,
     members, labels or declared target names (plain strings in the tree); also of any node (a
     right-hand side, a target) or tuple of nodes, and none of None."""
-    return {node.name for root in nodes(expr) for node in walk(root)
-            if isinstance(node, ast.Name)}
+    return set().union(*(_names_under(root) for root in nodes(expr)))
+
+
+# The free names of recently seen nodes. Passes ask at every node of a formula (the engines'
+# compile-time tests), which without them would walk a long chain once per node.
+_NAMES: IdentityCache[frozenset[str]] = IdentityCache(1 << 14)
+
+
+def _names_under(root: ast.Node) -> frozenset[str]:
+    """The free names of `root`, found bottom-up (no recursion) and kept for every node under
+    it whose names were not known yet."""
+    known: dict[int, frozenset[str]] = {}
+    pending: list[ast.Node] = []  # parents before their children
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        cached = _NAMES.get(node)
+        if cached is not None:
+            known[id(node)] = cached
+        else:
+            pending.append(node)
+            stack.extend(children(node))
+    for node in reversed(pending):
+        names = frozenset().union(*(known[id(child)] for child in children(node)))
+        if isinstance(node, ast.Name):
+            names |= {node.name}
+        known[id(node)] = names
+        _NAMES.put(node, names)
+    return known[id(root)]
 
 
 def _is_constant(expr: ast.Expr) -> bool:

@@ -14,6 +14,7 @@ from typing import Callable
 
 from refinterp.numeric import rules
 from refinterp.core.diagnostics import EvalDiagnostic
+from refinterp.core.source import Span
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor, first_operand
 from refinterp.language.types import (
@@ -174,13 +175,12 @@ class Evaluator(ExprVisitor[Value]):
         if step == 0:
             raise self.fail(item.step or item, "a range stride must not be 0")
         produced = range(start, stop, step)
-        self.check_length(item, len(produced))
+        # len() of a range is limited to the machine's index size; its length is not
+        self.check_length(item, max(0, (stop - start + step - (1 if step > 0 else -1)) // step))
         return tuple(produced)
 
     def check_length(self, node: ast.Node, length: int) -> None:
-        if length > MAX_PACK_LENGTH:
-            raise self.fail(node, f"a pack of {length} items exceeds the limit of "
-                                  f"{MAX_PACK_LENGTH}")
+        check_length(node.span, length)
 
     def eval_expand(self, item: ast.Expand) -> Value:
         if isinstance(item.operand, ast.Zip):
@@ -380,6 +380,13 @@ class Evaluator(ExprVisitor[Value]):
         # Decision (docs/rules.md): built-ins apply element-wise to packs, like operators.
         return self.elementwise(node, lambda v: self.numeric(node, rules.builtin, name, v),
                                 value)
+
+
+def check_length(span: Span, length: int) -> None:
+    """A compile-time pack of `length` items may be built (at most MAX_PACK_LENGTH)."""
+    if length > MAX_PACK_LENGTH:
+        raise EvalDiagnostic(f"a pack of {length} items exceeds the limit of {MAX_PACK_LENGTH}",
+                             span)
 
 
 def first_evaluated(node: ast.Node) -> ast.Node | None:

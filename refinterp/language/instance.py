@@ -18,13 +18,14 @@ from typing import Any
 
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic, did_you_mean
 from refinterp.language.binding import definition_order, free_names
-from refinterp.language.expr import Environment, evaluate, evaluate_checked
+from refinterp.language.expr import Environment, check_length, evaluate, evaluate_checked
 from refinterp.language.inputs import InputBinding
-from refinterp.language.invocation import (Invocation, OperatorInstance, TensorArg, TensorInfo,
-                                           describe_type, entries, span_text)
+from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstance, TensorArg,
+                                           TensorInfo, describe_type, entries, span_text)
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, Value, format_inserted, format_literal
 from refinterp.numeric import rules
+from refinterp.numeric.representation import check_pack_length, check_tensor_size
 from refinterp.syntax import ast
 
 __all__ = ["Invocation", "OperatorInstance", "TensorArg", "TensorInfo", "describe_type",
@@ -137,7 +138,11 @@ class Instantiation(InputBinding):
         return deferred
 
     def check_attribute_value(self, decl: ast.ParamDecl, declared: Type, value: Value) -> None:
-        actual = type_of_value(value)
+        try:
+            actual = type_of_value(value)
+        except ValueError as error:  # a pack of mixed types, or no SkriptND value (API input)
+            raise self.fail(f"attribute '{decl.name}': {error} (declared {declared})", decl,
+                            code="E0303") from None
         items = value if isinstance(value, tuple) else (value,)
         if isinstance(value, tuple) and not declared.packed:
             raise self.fail(f"attribute '{decl.name}' takes a single {declared.base}; got a pack",
@@ -190,6 +195,7 @@ class Instantiation(InputBinding):
         if length is None or length is NULL:
             raise self.fail(f"attribute '{decl.name}' was given a single value but its pack "
                             f"length is unknown", decl)
+        check_length(pack.length.span, length)
         self.values[decl.name] = (value,) * int(length)
 
     # ------------------------------------------------------------------ @using / @assert (§2.9)
@@ -304,8 +310,14 @@ class Instantiation(InputBinding):
             count = self.eval(decl.type.pack.length) if decl.type.pack.length else None
             if not isinstance(count, int):
                 raise self.fail(f"the pack length of '{decl.name}' is unknown", decl)
+            check_pack_length(count, self.invocation.max_pack_length, self.what(decl),
+                              decl.span)
             return tuple(self.shape_of(decl, dtype, index) for index in range(count))
         return self.shape_of(decl, dtype, None)
+
+    def what(self, decl: ast.ParamDecl) -> str:
+        """A declaration as limit diagnostics name it: `'y' of 'conv'`."""
+        return f"'{decl.name}' of '{self.definition.name}'"
 
     def shape_of(self, decl: ast.ParamDecl, dtype: str, item: int | None) -> TensorInfo:
         if decl.type.shape is None:
@@ -327,7 +339,7 @@ class Instantiation(InputBinding):
                     continue  # §2.6: a null component is omitted
                 if extent.pack is not None:
                     values = list(value) if isinstance(value, tuple) else \
-                        [value] * int(self.eval(extent.pack.length))
+                        [value] * self.repeated_rank(decl, extent)
                 else:
                     values = [value]
             for v in values:
@@ -338,7 +350,23 @@ class Instantiation(InputBinding):
                     raise self.fail(f"an extent of '{decl.name}' is negative ({v})", extent)
                 shape.append(v)
                 bounds.append(bound if bound is not NULL else None)
+        if len(shape) > MAX_RANK:
+            raise self.fail(f"'{decl.name}' would have rank {len(shape)}; refinterp's tensors "
+                            f"have at most {MAX_RANK} dimensions", decl)
         return TensorInfo(dtype, tuple(shape), tuple(bounds))
+
+    def repeated_rank(self, decl: ast.ParamDecl, extent: ast.Extent) -> int:
+        """How many dimensions a single extent repeated by a packed item (`1 ..(n)`) covers:
+        checked before they are made."""
+        count = self.eval(extent.pack.length)  # an int, or a bool (`1 ..(!squeeze)`)
+        if not isinstance(count, int) or count < 0:
+            raise self.fail(f"the rank {span_text(extent.pack.length.span)} of an extent of "
+                            f"'{decl.name}' is {format_literal(count)}, not a non-negative int",
+                            extent)
+        if count > MAX_RANK:
+            raise self.fail(f"'{decl.name}' would have rank {count} or more; refinterp's "
+                            f"tensors have at most {MAX_RANK} dimensions", extent)
+        return int(count)
 
     def constant_of(self, decl: ast.ParamDecl) -> tuple[TensorInfo, Value]:
         """§2.7: a uniform value, a flat row-major list, or a per-element expression."""
@@ -363,6 +391,8 @@ class Instantiation(InputBinding):
     def per_element(self, decl: ast.ParamDecl, info: TensorInfo) -> Value:
         """§2.7: the initialiser evaluated for every index in row-major order. A bound that is a
         pack (`i < fs`) makes `i` a pack of indices running over all its dimensions."""
+        check_tensor_size(info.dtype, info.shape or (), self.invocation.max_tensor_size,
+                          self.what(decl), decl.span)
         names = [b.name for b in decl.bounds]
         ranges = []
         for bound in decl.bounds:

@@ -13,8 +13,11 @@ from refinterp.language.expr import Environment
 from refinterp.language.types import Type
 from refinterp.language.values import Value
 from refinterp.numeric import rules
-from refinterp.numeric.representation import kind_of
+from refinterp.numeric.representation import MAX_PACK_LENGTH, MAX_TENSOR_SIZE, kind_of
 from refinterp.syntax import ast
+
+
+MAX_RANK = 64  # dimensions of one tensor: NumPy's limit (numpy 2), so refinterp's too
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,16 @@ def describe_type(info: "TensorInfo | tuple") -> str:
 
 @dataclass
 class Invocation:
-    """What an operator is invoked with: attribute values, input tensors, explicit generics."""
+    """What an operator is invoked with: attribute values, input tensors, explicit generics;
+    and the limits of the run (docs/limits.md; the executor sets them from its `Limits`) that
+    instantiation checks before it builds a declared pack or element-wise constant."""
 
     attributes: dict[str, Value] = field(default_factory=dict)
     inputs: dict[str, TensorArg | tuple[TensorArg, ...]] = field(default_factory=dict)
     generics: tuple[str, ...] = ()
     profile: rules.Profile = rules.SPEC
+    max_pack_length: int = MAX_PACK_LENGTH
+    max_tensor_size: int = MAX_TENSOR_SIZE
 
 
 @dataclass

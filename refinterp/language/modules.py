@@ -52,17 +52,17 @@ class Program:
 def resolve_main(path: str | Path) -> Path:
     """The file for a command-line argument: the file itself, or a model folder's main module."""
     path = Path(path)
-    if path.is_dir():
+    if _is_dir(path):
         for ext in EXTENSIONS:
             candidate = path / f"main{ext}"
-            if candidate.is_file():
+            if _is_file(candidate):
                 return candidate
         raise ModuleDiagnostic(
             f"model folder '{path}' has no main.sknd (or main.nnef)", code="E0200")
-    if not path.is_file():
+    if not _is_file(path):
         notes = []
         module = Path(*str(path).split("."))
-        if not path.suffix and any((STDLIB_DIR / module).with_suffix(e).is_file()
+        if not path.suffix and any(_is_file((STDLIB_DIR / module).with_suffix(e))
                                    for e in EXTENSIONS):
             notes.append(f"'{path}' is a standard module: run one of its operators with "
                          f"--op {path}.OP and no file (`refinterp ops {path}` lists them)")
@@ -103,7 +103,7 @@ class Loader:
                  stdlib: str | Path | None = None) -> None:
         self.search_path = [Path(p) for p in (search_path or [])]
         self.stdlib = Path(stdlib) if stdlib is not None else STDLIB_DIR
-        if not self.stdlib.is_dir():
+        if not _is_dir(self.stdlib):
             raise ModuleDiagnostic(f"--stdlib '{self.stdlib}' is not a folder")
         self._by_path: dict[Path, LoadedModule] = {}
 
@@ -158,7 +158,7 @@ class Loader:
     def _load_import(self, importer: LoadedModule, imp: ast.Import, stack: list[Path],
                      order: list[LoadedModule]) -> LoadedModule:
         candidates = self.candidates(importer.path, imp.module)
-        found = next((c for c in candidates if c.is_file()), None)
+        found = next((c for c in candidates if _is_file(c)), None)
         qualified = ".".join(imp.module)
         if found is None:
             folders = dict.fromkeys(str(c.parent) for c in candidates)
@@ -185,15 +185,47 @@ class Loader:
 
 def stdlib_module_files(stdlib: str | Path | None = None) -> dict[str, Path]:
     """THE modules of a stdlib folder (the bundled one by default): qualified name → file, by
-    name; a module in a nested folder has a dotted name (`a/b.sknd` is `a.b`); `.sknd` wins
-    over `.nnef` for the same name, as in the import search."""
+    name. Only the folder's own files (`nn.sknd` is `nn`) and those of its direct subfolders
+    (`a/b.sknd` is `a.b`: one level of packages) are listed, so that a listing reads at most
+    two levels of folders whatever folder is given (`--stdlib /`); an import still finds a
+    module at any depth by its path. `.sknd` wins over `.nnef` for the same name, as in the
+    import search; a folder that cannot be read is skipped."""
     root = Path(stdlib) if stdlib is not None else STDLIB_DIR
     found: dict[str, Path] = {}
+    top = _entries(root)
+    folders = [(root, top), *((sub, _entries(sub)) for sub in top if _is_dir(sub))]
     for ext in EXTENSIONS:
-        for path in sorted(root.rglob(f"*{ext}")):
-            if path.is_file():
-                found.setdefault(".".join(path.relative_to(root).with_suffix("").parts), path)
+        for folder, paths in folders:
+            for path in paths:
+                if path.suffix == ext and _is_file(path):
+                    found.setdefault(".".join(path.relative_to(root).with_suffix("").parts),
+                                     path)
     return dict(sorted(found.items()))
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The entries of a folder, sorted; none if it cannot be read."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _is_file(path: Path) -> bool:
+    """`path.is_file()`, False where the file system refuses to say (a folder without
+    permission, /proc)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False where the file system refuses to say."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:

@@ -343,14 +343,20 @@ class Checker(ExprVisitor[Type]):
                 symbols[name] = replace(symbols[name], optional=False)
         return Scope(symbols, self.scope.dtypes)
 
-    @classmethod
-    def null_tested_names(cls, cond: ast.Expr) -> list[str]:
-        """Names `x` tested by `?x`, alone or as terms of a conjunction."""
-        if isinstance(cond, ast.Unary) and cond.op == "?" and isinstance(cond.operand, ast.Name):
-            return [cond.operand.name]
-        if isinstance(cond, ast.Binary) and cond.op == "&&":
-            return cls.null_tested_names(cond.left) + cls.null_tested_names(cond.right)
-        return []
+    @staticmethod
+    def null_tested_names(cond: ast.Expr) -> list[str]:
+        """Names `x` tested by `?x`, alone or as terms of a conjunction (of any length), left
+        to right."""
+        names = []
+        terms = [cond]
+        while terms:
+            term = terms.pop()
+            if isinstance(term, ast.Unary) and term.op == "?" and \
+                    isinstance(term.operand, ast.Name):
+                names.append(term.operand.name)
+            elif isinstance(term, ast.Binary) and term.op == "&&":
+                terms += [term.right, term.left]
+        return names
 
     def visit_Fold(self, node: ast.Fold) -> Type:
         t = self.check(node.operand)

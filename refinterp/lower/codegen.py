@@ -46,7 +46,7 @@ from refinterp.lower.plan import INT64_MAX, INT64_MIN, UPDATE_OPS, Formula
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor
+from refinterp.syntax.visitor import ExprVisitor, nodes, tree_depth
 
 
 # Generated code raises in check lines and in calls of rule functions (`F_n(..)`, see
@@ -56,6 +56,10 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*")
 _TEMPORARY = re.compile(r"(t|v|o)\d*")  # computed by body lines: never loop-invariant
 _HOISTED = re.compile(r"\bH_\d+\b")
 _CONSTANT = re.compile(r"-?\d+|K\[\d+\]|True|False")
+# Python compiles at most 20 statically nested blocks (the kernel's loops) and 200 nested
+# brackets; a formula with more loops, or nested more deeply, runs on the tree walk.
+MAX_LOOPS = 18
+MAX_NESTING = 100
 
 
 def may_raise(source: str) -> bool:
@@ -792,6 +796,8 @@ class Generator(ExprVisitor[tuple[str, str]]):
 
     def generate(self) -> str:
         formula = self.formula
+        if len(self.depth) > MAX_LOOPS:
+            raise Unsupported(f"{len(self.depth)} nested loops (at most {MAX_LOOPS})")
         body: list[str] = []
         for local in formula.locals:
             emitted = len(self.lines)
@@ -933,34 +939,55 @@ def _iteration(error: Exception, formula: Formula) -> dict | None:
         return None
 
 
+def _generate(generator: Generator) -> str:
+    """The generated source, or Unsupported (also for a formula nested too deeply)."""
+    try:
+        return generator.generate()
+    except RecursionError:
+        raise Unsupported("nested too deeply") from None
+
+
 def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                     profile: rules.Profile,
                     fail: Callable[[ast.Node, str, dict | None], Diagnostic],
                     report: list[str] | None = None) -> Callable[[], None] | None:
     """A runner for `formula` from generated source, or None outside the supported subset;
     `report` (if given) receives how the formula runs and, for the tree walk, why."""
+    nesting = max(map(tree_depth, nodes((formula.value, formula.condition, formula.access,
+                                    tuple(local.value for local in formula.locals)))))
+    if nesting > MAX_NESTING:
+        _say(report, f"tree walk (nested {nesting} deep, above {MAX_NESTING})")
+        return None
     generator = Generator(instance, formula, arrays, profile)
     how = "generated code"
     try:
-        source = generator.generate()
+        source = _generate(generator)
     except Unsupported as unsupported:
         # a rank-polymorphic or configurable formula: fold what the instance decides (packed
         # indices, selects on attributes, optional operands) and try again
         reasons = [f"not generated: {unsupported}"]
-        folded = fold_formula(instance, formula, arrays, profile, reasons)
+        try:
+            folded = fold_formula(instance, formula, arrays, profile, reasons)
+        except RecursionError:
+            folded, reasons = None, reasons + ["nested too deeply"]
         if folded is None:
             _say(report, f"tree walk ({reasons[0]}; not folded: {reasons[-1]})")
             return None
         generator = Generator(instance, folded, arrays, profile)
         try:
-            source = generator.generate()
+            source = _generate(generator)
         except Unsupported as still:
             _say(report, f"tree walk ({reasons[0]}; folded, still not generated: {still})")
             return None
         how = "generated code after folding"
-    _say(report, how)
     namespace: dict[str, Any] = {}
-    exec(compile(source, f"<formula {formula.node.span}>", "exec"), namespace)
+    try:
+        code = compile(source, f"<formula {formula.node.span}>", "exec")
+    except (SyntaxError, RecursionError) as error:  # nested too deeply for Python
+        _say(report, f"tree walk (generated code does not compile: {error})")
+        return None
+    _say(report, how)
+    exec(code, namespace)
     kernel = namespace["kernel"]
     names = list(generator.tensors)
 

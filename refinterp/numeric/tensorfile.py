@@ -25,12 +25,15 @@ converts to those, `write_tensor` writes them losslessly (64-bit floats and ints
 
 from __future__ import annotations
 
+import math
+import os
 import struct
 from pathlib import Path
 
 import numpy as np
 
 from refinterp.core.diagnostics import TensorFileDiagnostic
+from refinterp.numeric.representation import MAX_TENSOR_SIZE, check_tensor_size
 
 MAGIC = b"\x4e\xef"
 VERSION = (1, 0)
@@ -59,35 +62,33 @@ def _payload_dtype(path: Path, item_type: int, bits: int) -> np.dtype | None:
     raise TensorFileDiagnostic(f"'{path}': {bits}-bit {name} items are not supported")
 
 
-def read_tensor(path: str | Path) -> np.ndarray:
-    """Read an NNEF tensor file; the result is float64, int64 or bool."""
+def read_tensor(path: str | Path, max_size: int = MAX_TENSOR_SIZE) -> np.ndarray:
+    """Read an NNEF tensor file; the result is float64, int64 or bool. The header is read and
+    checked first: a tensor that would take more than `max_size` bytes as refinterp holds it
+    (E1200), or a file whose size is not what its header announces, is a diagnostic naming the
+    file before any data is read."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            head = file.read(HEADER_SIZE)
+            shape, item_type, bits, length = _header(path, head)
+            volume = math.prod(shape)
+            expected = (volume * bits + 7) // 8
+            size = os.fstat(file.fileno()).st_size - HEADER_SIZE
+            if length != expected or size != length:
+                truncated = " is truncated:" if size < min(length, expected) else ":"
+                raise TensorFileDiagnostic(
+                    f"'{path}'{truncated} the data length does not match the header",
+                    notes=[f"header: extents {list(shape)}, {bits} bits per item → {expected} "
+                           f"bytes; data length field {length}; file holds {size} bytes"])
+            check_tensor_size(item_kind(item_type), shape, max_size, f"the tensor file '{path}'")
+            data = file.read(length)
     except OSError as exc:
         raise TensorFileDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
-    if len(data) < HEADER_SIZE or data[:2] != MAGIC:
-        raise TensorFileDiagnostic(f"'{path}' is not an NNEF tensor file (bad magic number)")
-    major, minor = data[2], data[3]
-    if (major, minor) != VERSION:
-        raise TensorFileDiagnostic(f"'{path}': unsupported tensor file version {major}.{minor}")
-    length, rank = struct.unpack_from("<II", data, 4)
-    if rank > MAX_RANK:
-        raise TensorFileDiagnostic(f"'{path}': rank {rank} exceeds the maximum {MAX_RANK}")
-    shape = struct.unpack_from(f"<{rank}I", data, 12)
-    bits, item_type = struct.unpack_from("<II", data, 44)
-    reserved0, = struct.unpack_from("<I", data, 52)
-    if item_type == UINT and reserved0 != 0:
-        item_type = INT
+    if len(data) != length:  # the file shrank while it was read
+        raise TensorFileDiagnostic(f"'{path}' is truncated: {len(data)} of {length} data bytes")
     dtype = _payload_dtype(path, item_type, bits)
-    volume = int(np.prod(shape, dtype=np.int64))
-    expected = (volume * bits + 7) // 8
-    if length != expected or len(data) != HEADER_SIZE + length:
-        raise TensorFileDiagnostic(
-            f"'{path}': the data length does not match the header",
-            notes=[f"header: extents {list(shape)}, {bits} bits per item → {expected} bytes; "
-                   f"data length field {length}; file holds {len(data) - HEADER_SIZE} bytes"])
-    payload = np.frombuffer(data, dtype=np.uint8, offset=HEADER_SIZE)
+    payload = np.frombuffer(data, dtype=np.uint8)
     if dtype is None:
         items = np.unpackbits(payload, bitorder="big")[:volume].astype(np.bool_)
     else:
@@ -95,6 +96,28 @@ def read_tensor(path: str | Path) -> np.ndarray:
     array = items.reshape(shape)
     kind = item_kind(item_type)
     return array.astype({"real": np.float64, "int": np.int64, "bool": np.bool_}[kind])
+
+
+def _header(path: Path, head: bytes) -> tuple[tuple[int, ...], int, int, int]:
+    """(extents, item type, bits per item, data length) from a file's first bytes, checked."""
+    if head[:2] != MAGIC:
+        raise TensorFileDiagnostic(f"'{path}' is not an NNEF tensor file (bad magic number)")
+    if len(head) < HEADER_SIZE:
+        raise TensorFileDiagnostic(f"'{path}' is truncated: {len(head)} bytes, shorter than "
+                                   f"the {HEADER_SIZE}-byte header")
+    major, minor = head[2], head[3]
+    if (major, minor) != VERSION:
+        raise TensorFileDiagnostic(f"'{path}': unsupported tensor file version {major}.{minor}")
+    length, rank = struct.unpack_from("<II", head, 4)
+    if rank > MAX_RANK:
+        raise TensorFileDiagnostic(f"'{path}': rank {rank} exceeds the maximum {MAX_RANK}")
+    shape = struct.unpack_from(f"<{rank}I", head, 12)
+    bits, item_type = struct.unpack_from("<II", head, 44)
+    reserved0, = struct.unpack_from("<I", head, 52)
+    if item_type == UINT and reserved0 != 0:
+        item_type = INT
+    _payload_dtype(path, item_type, bits)  # a supported item type
+    return shape, item_type, bits, length
 
 
 def write_tensor(path: str | Path, array: np.ndarray) -> None:

@@ -75,6 +75,8 @@ class Executor:
         self.profile = profile
         self.limits = replace(limits, **{name: value for name, value in (
             ("max_depth", max_depth), ("max_iterations", max_iterations)) if value is not None})
+        if isinstance(self.params, ParameterStore):  # its .dat files are read within the limit
+            self.params.max_tensor_size = self.limits.max_tensor_size
         self.depth = 0
 
     def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
@@ -92,7 +94,9 @@ class Executor:
                      invocation: Invocation, inputs: dict[str, Any],
                      path: ScopePath | None) -> dict[str, Any]:
         """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
-        instance = instantiate(definition, invocation)
+        instance = instantiate(definition, replace(  # the limits instantiation checks
+            invocation, max_pack_length=self.limits.max_pack_length,
+            max_tensor_size=self.limits.max_tensor_size))
         self.limits.check_instance(instance, sizes=not self.abstract)
         inputs = {**{name: self.constant(info, value)
                      for name, (info, value) in instance.defaults.items()}, **inputs}

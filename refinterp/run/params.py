@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from refinterp.numeric.representation import NUMPY_DTYPES as DTYPES, kind_of
+from refinterp.numeric.representation import MAX_TENSOR_SIZE, NUMPY_DTYPES as DTYPES, kind_of
 from refinterp.core.diagnostics import ParameterDiagnostic
 from refinterp.language.instance import TensorInfo, describe_type
 from refinterp.core.source import Span
@@ -55,6 +55,7 @@ class ParameterStore:
     folder: Path | None = None            # the model folder with <scoped name>.dat files
     random: bool = False
     seed: int = 0
+    max_tensor_size: int = MAX_TENSOR_SIZE  # of a .dat file's tensor (the run's limit)
     loaded: dict[str, np.ndarray] = field(default_factory=dict)   # current values
     read: dict[str, np.ndarray] = field(default_factory=dict)     # as first read (before @update)
     updated: dict[str, np.ndarray] = field(default_factory=dict)
@@ -96,7 +97,7 @@ class ParameterStore:
             for name in self.candidates(scoped):
                 path = self.folder / f"{name}.dat"
                 if path.is_file():
-                    return read_tensor(path), f"'{path}'"
+                    return read_tensor(path, self.max_tensor_size), f"'{path}'"
         if self.random:
             return random_value(scoped, info, self.seed), "random"
         return None, ""

@@ -138,6 +138,18 @@ def walk(root: Any, below: Callable[[Any], list[Any]] = children) -> Iterator[An
         stack.extend(reversed(below(node)))
 
 
+def tree_depth(root: Any) -> int:
+    """The number of nodes on the longest path down from `root` (1 for a leaf), found without
+    recursion."""
+    deepest = 0
+    stack = [(root, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children(node))
+    return deepest
+
+
 def nodes(value: Any) -> list[Any]:
     """The AST nodes a value holds: the value itself if it is a node, the nodes inside a tuple
     (nested tuples too), none for anything else (None, strings, numbers). For passes whose entry
