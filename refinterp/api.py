@@ -346,7 +346,9 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
     given = _input_types(inputs or {}, limits)
     for name, info in fixed_input_types(definition, values, active).items():
         given.setdefault(name, info)
-    invocation = Invocation(values, given, tuple(generics), active)
+    invocation = Invocation(values, given, tuple(generics), active,
+                            max_pack_length=limits.max_pack_length,
+                            max_tensor_size=limits.max_tensor_size)
     instance = instantiate(definition, invocation)
     limits.check_instance(instance, sizes=False)
     result = Shapes(dict(instance.outputs), dict(instance.symbols))

@@ -84,7 +84,7 @@ def read_params(path: str | Path, what: str = "--params", *,
     file name without `.dat` (an empty folder gives no values)."""
     path = Path(path)
     if _is_folder(path):
-        return _read_dat_folder(path, what)
+        return _read_dat_folder(path, what, max_tensor_size)
     if _sniff(path, what) == "npy":
         raise FileDiagnostic(
             f"cannot read {what} '{path}': it is a single .npy array; {what} takes an .npz "
@@ -278,19 +278,21 @@ def _to_canonical(array: np.ndarray, what: str, path: Path, member: str | None) 
     return result if result.flags.writeable else result.copy()
 
 
-def _read_dat_folder(folder: Path, what: str) -> dict[str, np.ndarray]:
+def _read_dat_folder(folder: Path, what: str,
+                     max_tensor_size: int = MAX_TENSOR_SIZE) -> dict[str, np.ndarray]:
     try:
         files = sorted(p for p in folder.iterdir() if p.name.endswith(".dat"))
     except OSError as exc:
         raise _fail(what, folder, exc.strerror or _reason(exc)) from None
-    return {p.name[:-len(".dat")]: _read_dat(p, what) for p in files}
+    return {p.name[:-len(".dat")]: _read_dat(p, what, max_tensor_size) for p in files}
 
 
-def _read_dat(path: Path, what: str) -> np.ndarray:
+def _read_dat(path: Path, what: str, max_tensor_size: int = MAX_TENSOR_SIZE) -> np.ndarray:
     try:
-        return read_tensor(path)
+        return read_tensor(path, max_tensor_size)
     except Diagnostic as diag:
-        raise FileDiagnostic(f"cannot read {what}: {diag.message}", notes=diag.notes) from None
+        raise FileDiagnostic(f"cannot read {what}: {diag.message}", notes=diag.notes,
+                             code=diag.code) from None
     except Exception as exc:  # a header whose numbers no array can have
         raise _fail_array(what, path, None, f"is damaged ({_reason(exc)})") from None
 

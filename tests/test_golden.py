@@ -432,3 +432,16 @@ def test_rank0_bool_pack_inputs(tmp_path: Path) -> None:
     inputs = np.load(suite / "math.any_n" / "rank0" / "inputs.npz")
     assert np.load(suite / "math.any_n" / "rank0" / "outputs.npz")["y"] == \
         (inputs["xs.0"] | inputs["xs.1"])
+
+
+def test_save_case_into_an_unwritable_place_is_a_diagnostic(tmp_path: Path, capsys) -> None:
+    """Found by tools/fuzz.py: `--save-case /proc/x` was an internal error."""
+    model = tmp_path / "m.sknd"
+    model.write_text("import math;\ngraph G {\n    @input { x: real[3]; }\n"
+                     "    @output { y: real[3]; }\n    @compose { y = math.neg(x); }\n}\n")
+    assert main(["eval", str(model), "--random", "x", "--save-case", "/proc/x"]) == 1
+    assert "[E0801]" in capsys.readouterr().err
+    from refinterp.golden.build import CaseWriter
+    with pytest.raises(BuildError) as caught:
+        CaseWriter(Path("/proc/refinterp-no/case"))
+    assert caught.value.code == "E0801"

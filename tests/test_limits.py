@@ -400,3 +400,31 @@ def test_every_limit_is_documented_with_its_default() -> None:
         assert f"`{option}" in limits_doc and option in readme, option
     for code in ("E1200", "E1201", "E1202", "E0604"):
         assert code in limits_doc
+
+
+def test_shapes_checks_a_declared_output_pack_before_building_it(tmp_path) -> None:
+    """`shapes` gives the root instantiation the run's limits: a declared pack above
+    --max-pack-length is E1202 at its declaration, before the pack exists."""
+    import refinterp.api as api
+
+    program = api.load_source("operator p {\n    @output { y: int[]..(5000); }\n"
+                              "    @lower { y[k][] = k, k < 5000; }\n}\n")
+    with pytest.raises(api.Error) as caught:
+        api.shapes(program, max_pack_length=100)
+    assert caught.value.code == "E1202" and caught.value.span.line == 2
+
+
+def test_params_dat_folder_is_read_with_the_tensor_size_limit(tmp_path) -> None:
+    """A folder of .dat files given as --params is held to --max-tensor-size before its data
+    is read (E1200)."""
+    import numpy as np
+
+    import refinterp.api as api
+    from refinterp.io import read_params
+    from testsupport.nnef_files import write_dat
+
+    write_dat(tmp_path / "w.dat", np.ones(1000))
+    with pytest.raises(api.Error) as caught:
+        read_params(tmp_path, max_tensor_size=100)
+    assert caught.value.code == "E1200" and "8000 bytes" in caught.value.message
+    assert read_params(tmp_path, max_tensor_size=8000)["w"].shape == (1000,)

@@ -330,7 +330,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     for path, what, folder_ok in ((args.output, "-o", False),
                                   (args.save_inputs, "--save-inputs", False),
                                   (args.save_params, "--save-params", False),
-                                  (args.write_params, "--write-params", True)):
+                                  (args.write_params, "--write-params", True),
+                                  (args.save_case, "--save-case", True)):
         if path:
             io.check_writable(path, what, folder_ok=folder_ok)
     target, op = _target(args)

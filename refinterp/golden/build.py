@@ -173,8 +173,12 @@ class CaseWriter:
                                                         not (folder / "case.json").exists())):
             raise BuildError(f"'{folder}' exists and is no case folder; refusing to replace it",
                              code="E0801")
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        self.temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        try:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            self.temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        except OSError as error:
+            raise BuildError(f"cannot write the case folder '{folder}': "
+                             f"{error.strerror or error}", code="E0801") from None
 
     def write(self, name: str, data: bytes | str) -> None:
         raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -187,9 +191,13 @@ class CaseWriter:
         text = canonical_json(manifest)
         (self.temp / "case.json").write_text(text, encoding="utf-8")
         os.chmod(self.temp, 0o755)  # mkdtemp makes it private
-        if self.folder.exists():
-            shutil.rmtree(self.folder)  # an earlier build of the case
-        os.replace(self.temp, self.folder)
+        try:
+            if self.folder.exists():
+                shutil.rmtree(self.folder)  # an earlier build of the case
+            os.replace(self.temp, self.folder)
+        except OSError as error:
+            raise BuildError(f"cannot write the case folder '{self.folder}': "
+                             f"{error.strerror or error}", code="E0801") from None
         return sha256(text.encode("utf-8"))
 
     def abort(self) -> None:
