@@ -30,6 +30,9 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("-k", metavar="REGEX", dest="include",
                        help="only the cases whose id matches (searched)")
     build.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
+    build.add_argument("--per-operator", type=int, metavar="N",
+                       help="at most N cases per operator: error cases (up to 2) first, then "
+                            "special values, then table order (the committed suite uses 8)")
     verify = actions.add_parser("verify", parents=[common],
                                 help="check every hash of a suite and recompute every case")
     verify.add_argument("suite", metavar="DIR", help="a suite folder, or one case folder")
@@ -53,6 +56,9 @@ def _build(args: argparse.Namespace, out: Output) -> int:
     check_number(args.jobs, "-j", 1, MAX_JOBS)
     include, exclude = parse_regex(args.include, "-k"), parse_regex(args.exclude, "--exclude")
     specs = golden.select(golden.read_tables(args.tables), include, exclude)
+    if args.per_operator is not None:
+        check_number(args.per_operator, "--per-operator", 1, 10**6)
+        specs = golden.per_operator(specs, args.per_operator)
     if not specs:
         raise Diagnostic("no case of the tables matches", code="E0901")
     started = time.perf_counter()

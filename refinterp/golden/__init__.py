@@ -9,12 +9,12 @@ compute, readable from any language (docs/golden.md).
 May import: everything below the top ring (and `refinterp.api`, `refinterp.io`).
 """
 
-from refinterp.golden.build import (BuildError, build_suite, read_tables, select,
+from refinterp.golden.build import (BuildError, build_suite, per_operator, read_tables, select,
                                     write_model_case, write_suite_manifest)
 from refinterp.golden.table import CaseSpec, TableError, read_table
 from refinterp.golden.tolerance import CLASSES, Bound, bounds, ulp_distance, within
 from refinterp.golden.verify import CaseReport, show_case, verify_suite
 
 __all__ = ["BuildError", "Bound", "CLASSES", "CaseReport", "CaseSpec", "TableError", "bounds",
-           "build_suite", "read_table", "read_tables", "select", "show_case", "ulp_distance",
+           "build_suite", "per_operator", "read_table", "read_tables", "select", "show_case", "ulp_distance",
            "verify_suite", "within", "write_model_case", "write_suite_manifest"]

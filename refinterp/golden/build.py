@@ -450,6 +450,36 @@ def select(specs: Iterable[CaseSpec], include: str | None = None,
             (exclude is None or not re.search(exclude, s.id))]
 
 
+def per_operator(specs: Iterable[CaseSpec], limit: int) -> list[CaseSpec]:
+    """At most `limit` cases of each operator (model cases are all kept), chosen in this order:
+    up to two error cases, the special-value samples, the `rank0` and `empty` samples, the
+    table's explicit `[[case]]` entries (attribute combinations, integer rounding, … in table
+    order), then the other samples; the result keeps table order. This selects the committed
+    suite from the full tables (docs/golden.md, "The committed suite")."""
+    specs = list(specs)
+    chosen: set[str] = set()
+    by_operator: dict[str, list[CaseSpec]] = {}
+    for spec in specs:
+        if spec.model is not None:
+            chosen.add(spec.id)
+        else:
+            by_operator.setdefault(spec.operator, []).append(spec)
+    for cases in by_operator.values():
+        def rank(case: CaseSpec) -> int:
+            if case.error is not None:
+                return 0
+            sample = case.entry[0] == "family"
+            if sample and case.name.startswith("special"):
+                return 1
+            if sample and case.name in ("rank0", "empty"):
+                return 2
+            return 3 if not sample else 4
+        errors = [c for c in cases if c.error is not None][:2]
+        ordered = errors + sorted((c for c in cases if c.error is None), key=rank)
+        chosen.update(c.id for c in ordered[:limit])
+    return [s for s in specs if s.id in chosen]
+
+
 def read_tables(paths: Iterable[str | Path]) -> list[CaseSpec]:
     specs: list[CaseSpec] = []
     for path in paths:
