@@ -358,3 +358,39 @@ operator f {
         outputs = api.evaluate(program, inputs={"x": x}, engine=engine).outputs
         assert outputs["y"].tolist() == expected_y and expected_y[0] == 2.0
         assert outputs["z"].tolist() == expected_z
+
+
+def _in_order(values, start=0.0):
+    """A plain Python sum, left to right, as the scalar engine adds."""
+    total = start
+    for v in values:
+        total += v
+    return total
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_cumsum_adds_in_iteration_order(engine):
+    from refinterp import api
+    x = [1.0, 1e20, -1e20, 0.5]
+    expected = [_in_order(x[:k + 1]) for k in range(len(x))]
+    out = api.evaluate("math.cumsum", inputs={"input": np.array(x)}, attributes={"axis": 0},
+                       engine=engine).outputs["output"]
+    assert out.tolist() == expected  # [1, 1e20, 0, 0.5], not a pairwise or BLAS order
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+@pytest.mark.parametrize("x", [[1e20, 1.0, -1e20], [1.0, 1e20, -1e20, 0.5, 3.0],
+                               [0.1] * 1000 + [1e20, -1e20]])
+def test_sum_reduce_adds_in_iteration_order(engine, x):
+    from refinterp import api
+    out = api.evaluate("math.sum_reduce", inputs={"input": np.array(x)},
+                       attributes={"axes": [0]}, engine=engine).outputs["output"]
+    assert out.tolist() == [_in_order(x)]
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_concat_with_an_empty_item(engine):
+    from refinterp import api
+    out = api.evaluate("layout.concat", inputs={"inputs": [np.zeros((0, 3)), np.ones((2, 3))]},
+                       attributes={"axis": 0}, engine=engine).outputs["output"]
+    assert out.shape == (2, 3) and out.tolist() == [[1.0] * 3] * 2

@@ -95,6 +95,12 @@ def selection(box: Box, plain_positions: list[tuple[str, int]]) -> tuple:
 
 def gather(box: Box, array: np.ndarray, positions: list[Any]) -> Any:
     """array[positions] over the box (a view where every index is a constant or an axis)."""
+    if array.size == 0:
+        # an empty tensor: every iteration reading it is skipped (`resolve` checked that the
+        # evaluated ones are in range), so any value of the right shape stands in
+        shape = np.broadcast_shapes((1,) * len(box.shape),
+                                    *[p.shape for p in positions if isinstance(p, np.ndarray)])
+        return np.zeros(shape, dtype=array.dtype)
     found = plain(box, positions)
     if found is not None:
         view = array[selection(box, found)]

@@ -27,6 +27,9 @@ from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum subscripts
+# engines.difference's tolerance (not imported: engines imports this module's users)
+REAL_RTOL, REAL_ATOL = 1e-9, 1e-12
+UNIT = 2.0 ** -53  # unit roundoff of float64
 UFUNCS = {"+=": np.add, "*=": np.multiply, "&=": np.logical_and, "|=": np.logical_or,
           "<=": np.minimum, ">=": np.maximum}
 
@@ -176,6 +179,18 @@ class Stores:
                 bound = magnitude.sum(axis=-1) if op == "+=" else magnitude.prod(axis=-1)
                 if np.any(bound >= A.SAFE_INT):
                     raise Fallback(f"an int '{op}' reduction may leave int64")
+            if op == "+=" and self.kind == "real":
+                count = laid.shape[-1]
+                flat_terms = laid.reshape(-1, count)
+                self.add_in_order(view, laid.sum(axis=-1), np.abs(laid).sum(axis=-1), count,
+                                  lambda cells: flat_terms[cells])
+                return
+            if op == "*=" and self.kind == "real":
+                # a product's order decides where it overflows or underflows: multiply in
+                # iteration order, starting from the current value, as the definition does
+                stack = np.concatenate([np.asarray(view)[..., None], laid], axis=-1)
+                view[...] = np.multiply.accumulate(stack, axis=-1)[..., -1]
+                return
             if op == "+=":
                 result = laid.sum(axis=-1)
             elif op == "*=":
@@ -189,6 +204,29 @@ class Stores:
             else:
                 result = (np.minimum if op == "<=" else np.maximum).reduce(laid, axis=-1)
         self.combine(view, result)
+
+    def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
+                     count: int, terms: Any) -> None:
+        """view <- view + the sum of `count` terms per cell, as the definition adds them: one
+        at a time in iteration order, starting from the current value. `fast` is the sum in
+        another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. Any
+        order's error is at most gamma(count + 1) * (|view| + magnitude), so where twice that
+        fits within half the engines' tolerance the fast sum stands; the other cells (a
+        cancellation, an infinity, a nan) are summed again in order, `terms(cells)` giving
+        the [cells, count] terms of the flat cell indices `cells`."""
+        with np.errstate(all="ignore"):
+            new = np.array(view + fast, dtype=np.float64)
+            bound = np.abs(view) + magnitude
+            m = (count + 1) * UNIT
+            gamma = m / (1.0 - m) if m < 0.5 else math.inf
+            good = 2.0 * gamma * bound <= 0.5 * (REAL_ATOL + REAL_RTOL * np.abs(new))
+            bad = np.flatnonzero(~np.asarray(good))
+            if bad.size:
+                start = np.array(view, dtype=np.float64).reshape(-1)[bad]
+                stack = np.concatenate([start[:, None], np.asarray(terms(bad)).reshape(
+                    bad.size, -1)], axis=1)
+                new.reshape(-1)[bad] = np.add.accumulate(stack, axis=1)[:, -1]
+        view[...] = new
 
     def combine(self, view: np.ndarray, result: Any) -> None:
         """view <- view (op) result, by the update operator's pairwise rule."""
@@ -240,9 +278,38 @@ class Stores:
                 result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
+        kept_shape = [shape[a] for a in kept]
         result = np.broadcast_to(result.reshape([shape[a] if a in present else 1 for a in kept]),
-                                 [shape[a] for a in kept])
-        self.combine(view, result)
+                                 kept_shape)
+        if self.kind != "real":
+            self.combine(view, result)
+            return True
+        with np.errstate(all="ignore"):
+            magnitude = np.einsum(spec, *[np.abs(o) for o in operands],
+                                  optimize=_einsum_path(spec, operands)) * float(repeat)
+        magnitude = np.broadcast_to(
+            magnitude.reshape([shape[a] if a in present else 1 for a in kept]), kept_shape)
+        rest = [a for a in range(len(shape)) if a not in kept]  # summed, in iteration order
+        count = math.prod(shape[a] for a in rest)
+
+        def terms(cells: np.ndarray) -> np.ndarray:
+            """The product terms of the flat kept cells `cells`, in iteration order."""
+            coords = np.unravel_index(cells, kept_shape) if kept else ()
+            index: list[Any] = [None] * len(shape)
+            for p, a in enumerate(kept):
+                index[a] = coords[p].reshape([-1] + [1] * len(rest))
+            for j, a in enumerate(rest):
+                index[a] = np.arange(shape[a]).reshape(
+                    [1] + [shape[a] if k == j else 1 for k in range(len(rest))])
+            if not kept:
+                index = [i[0] for i in index]  # one cell: just the summed axes
+            product = None
+            for array in arrays:
+                picked = np.broadcast_to(array, shape)[tuple(index)]
+                product = picked if product is None else product * picked
+            return np.broadcast_to(product, [len(cells)] + [shape[a] for a in rest])
+
+        self.add_in_order(view, result, magnitude, count, terms)
         return True
 
 
