@@ -285,8 +285,11 @@ class Stores:
             self.combine(view, result)
             return True
         with np.errstate(all="ignore"):
-            magnitude = np.einsum(spec, *[np.abs(o) for o in operands],
-                                  optimize=_einsum_path(spec, operands)) * float(repeat)
+            absolute = [np.abs(o) for o in operands]  # the terms' magnitudes, the same way
+            magnitude = _tensordot(spec, absolute)
+            if magnitude is None:
+                magnitude = np.einsum(spec, *absolute, optimize=_einsum_path(spec, absolute))
+            magnitude = magnitude * float(repeat)
         magnitude = np.broadcast_to(
             magnitude.reshape([shape[a] if a in present else 1 for a in kept]), kept_shape)
         rest = [a for a in range(len(shape)) if a not in kept]  # summed, in iteration order
