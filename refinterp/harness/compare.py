@@ -123,9 +123,16 @@ def bound_for(case: Case, key: str, have: np.ndarray, override: Override) -> Bou
     return override.apply(Bound.from_json(tolerance[backend_dtype(have)]))
 
 
+def element_verdicts(case: Case, key: str, have: np.ndarray, want: np.ndarray,
+                     override: Override = Override()) -> np.ndarray:
+    """THE value comparison of the harness: which elements of a back end's output `key` pass
+    against `want` under the case's tolerance for the back end's dtype (shapes equal)."""
+    return within(_numeric(have, want), want, bound_for(case, key, have, override))
+
+
 def _passes(case: Case, key: str, have: np.ndarray, want: np.ndarray,
             override: Override) -> bool:
-    return bool(within(_numeric(have, want), want, bound_for(case, key, have, override)).all())
+    return bool(element_verdicts(case, key, have, want, override).all())
 
 
 def _numeric(have: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -139,9 +146,9 @@ def _numeric(have: np.ndarray, want: np.ndarray) -> np.ndarray:
 def explain_values(case: Case, key: str, have: np.ndarray, want: np.ndarray,
                    override: Override = Override()) -> str | None:
     """None when output `key` passes, else the assert_close-style explanation."""
+    ok = element_verdicts(case, key, have, want, override)
     have = _numeric(have, want)
     bound = bound_for(case, key, have, override)
-    ok = within(have, want, bound)
     if ok.all():
         return None
     with np.errstate(all="ignore"):
