@@ -195,13 +195,24 @@ def _target(target: Program | str | Path, op: str | None, stdlib: str | Path | N
         return (target, *target.find(op))
     text = str(target)
     path = Path(text)
-    if op is None and not path.exists() and "." in text and not text.endswith(
+    if op is None and not _is_model(path) and "." in text and not text.endswith(
             (".sknd", ".nnef")) and "/" not in text:
         module_name, _, op = text.rpartition(".")
         program = load_module(module_name, stdlib=stdlib)
         return (program, *program.find(op))
     program = load(path, stdlib=stdlib)
     return (program, *program.find(op))
+
+
+def _is_model(path: Path) -> bool:
+    """Whether `path` names a file or a model folder (one with a main module). A folder without
+    one — a golden case folder named `layout.scatter_nd` in the working directory — does not
+    hide the standard operator of that name."""
+    try:
+        return path.is_file() or any((path / f"main{ext}").is_file()
+                                     for ext in (".sknd", ".nnef"))
+    except OSError:
+        return False
 
 
 # ------------------------------------------------------------------------------- values

@@ -241,3 +241,26 @@ def test_bounded_index_outside_an_index_is_a_diagnostic() -> None:
             "@lower { y[i] = real(|i| + 1), i < n; } }")
     with pytest.raises(Diagnostic, match="may only stand where a tensor is indexed"):
         run(text, {"x": np.zeros(2)})
+
+
+def test_a_pack_index_without_dots_maps_the_access() -> None:
+    # §2.12: "The indices themselves may be packed (denoted by ..)"; §2.4: "Arguments of unary
+    # and binary operators may be packs, in which case the operations are taken element-wise,
+    # and the result is also a pack". So only `p..` spreads a pack over several dimensions; an
+    # index pack without `..` maps the access over its items. The spec's own gather_nd
+    # (§4.1.6) relies on it: in `data[bi.., indices[bi.., zi.., di].., ti..]` with
+    # `di = [0:d]`, `indices[bi.., zi.., di]` is the pack of the d components of one index
+    # vector, which `..` then spreads over the d dimensions of `data`.
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "corpus" / "4_1_6_data_indexing_operators_03.sknd"
+            ).read_text()
+    data = rng.standard_normal((3, 4, 2))
+    indices = np.array([[[2, 1], [0, 3], [1, 0]], [[1, 1], [2, 0], [0, 0]]])  # z = (2, 3), d = 2
+    out = run(text, {"data": data, "indices": indices})["output"]
+    np.testing.assert_array_equal(out, data[indices[..., 0], indices[..., 1]])
+    # batch_dims = 1, d = 1: output[b, z, :] = data[b, indices[b, z, 0], :]
+    data = rng.standard_normal((2, 3, 4))
+    indices = np.array([[[2], [0], [1]], [[1], [1], [0]]])
+    out = run(text, {"data": data, "indices": indices}, {"batch_dims": 1})["output"]
+    np.testing.assert_array_equal(out, data[np.arange(2)[:, None], indices[..., 0]])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from refinterp.core.diagnostics import Diagnostic
 from refinterp.numeric.rules import INT_NEG_INF, INT_POS_INF
 from refinterp.language.types import Type
 from refinterp.language.values import TensorValue
@@ -359,3 +361,127 @@ def test_generic_casts_and_defaults() -> None:
 def test_pack_length_limit() -> None:
     assert "exceeds the limit" in ev_error("[1 ..(n)]", n=10**11).message
     assert "exceeds the limit" in ev_error("[0:n]", n=10**11).message
+
+
+# ----------------------------------------------------------------------------- select: packs
+
+SELECT_PACKS = ("§2.4 Select operator: \"One or more arguments may also be packs, in which case "
+                "the result is a pack. If the condition is a pack, the branching is taken "
+                "element-wise ... When the conditions is not a pack, the other two arguments "
+                "need not be of the same length.\"")
+
+
+def select_type(text: str, **symbols: Type) -> Type:
+    from refinterp.core.source import SourceFile
+    from refinterp.language.types import Scope, check_expr
+    from refinterp.syntax import parse_expression
+
+    node = parse_expression(SourceFile("<t>", text))
+    return check_expr(node, Scope(dict(symbols)))[id(node)]
+
+
+def test_select_with_a_single_condition_and_one_pack_branch_is_a_pack() -> None:
+    # SELECT_PACKS. Decision (docs/semantics.md "Select"): the taken single value is repeated
+    # to the length of the pack branch, as a single operand pairs with every item of a pack.
+    reals = Type("real", packed=True)
+    assert select_type("c ? 0.5 * s - 0.5 : 0.0", c=Type("bool"), s=reals) == reals
+    assert select_type("c ? 0 : [1, 2]", c=Type("bool")) == INTS
+    assert select_type("c ? [1, 2]", c=Type("bool")) == Type("int", packed=True, optional=True)
+    assert select_type("c ? 1 : 2", c=Type("bool")) == Type("int")
+    scale = (2.0, 0.5, 4.0)
+    # both choices: the pack branch as it is, or the single value once per item
+    assert ev("c ? 0.5 * s - 0.5 : 0.0", c=True, s=scale) == (0.5, -0.25, 1.5)
+    assert ev("c ? 0.5 * s - 0.5 : 0.0", c=False, s=scale) == (0.0, 0.0, 0.0)
+    assert ev("c ? 7 : [1, 2]", c=True) == (7, 7) and ev("c ? 7 : [1, 2]", c=False) == (1, 2)
+    assert ev("c ? 7 : []", c=True) == ()
+    # the result is a pack wherever it is used: folded, indexed, combined with another pack
+    assert ev("(c ? 2 : [1, 2, 3]) + ..", c=True) == 6
+    assert ev("(c ? [1, 2, 3] : 2)[2]", c=False) == 2
+    assert ev("s * (c ? 0.5 * s : 1.0)", c=False, s=scale) == scale
+    # an else-chain: each link follows the rule
+    assert ev("c ? 7 : d ? [1, 2] : 5", c=True, d=False) == (7, 7)
+    assert ev("c ? 7 : d ? [1, 2] : 5", c=False, d=False) == (5, 5)
+    assert ev("c ? [9] : d ? 1 : 2", c=False, d=True) == (1,)
+    # a single taken value that is null gives null (§2.4.1)
+    assert ev("c ? x : [1]", c=True, x=NULL, types={"x": optional("int")}) is NULL
+
+
+def test_select_needs_the_length_of_its_untaken_pack_branch() -> None:
+    # SELECT_PACKS. Decision: the pack branch is evaluated for its length even when the
+    # single value is taken, so its errors are the select's; a null pack branch has no length.
+    error = ev_error("c ? 1 : 6 / xs", c=True, xs=(1, 0))
+    assert error.code == "E0402" and "division by zero" in error.message
+    assert any("repeated to the length of this pack branch" in n for n in error.notes)
+    error = ev_error("?s ? s : 0", types={"s": optional("int", packed=True)}, s=NULL)
+    assert error.code == "E0402" and "no length" in error.message
+    assert (error.span.col, error.span.end_col) == (6, 7)  # at the pack branch `s`
+    assert ev("?s ? s : 0", types={"s": optional("int", packed=True)}, s=(4, 5)) == (4, 5)
+    # a single-valued untaken branch is still never evaluated (§2.4's own `?x ? x : 0`)
+    assert ev("?x ? x : 0", types={"x": optional("int")}, x=NULL) == 0
+    assert ev("c ? [1, 2] : 1 / 0", c=True) == (1, 2)
+
+
+def test_select_between_pack_and_single_in_a_resize_using() -> None:
+    # SELECT_PACKS, in @using as an image resize writes it: with a single condition and a
+    # pack `scale`, `offset` is a pack whichever branch is taken. Nearest resize of one axis
+    # against NumPy (ONNX half-pixel coordinates, rounding half down; asymmetric: x * scale).
+    from refinterp import api
+
+    program = api.load_source("""
+operator resize_rows {
+    @attrib { size: int..(k); symmetric: bool = true; }
+    @input { x: real[n, m]; }
+    @output { y: real[size[0], m]; }
+    @using {
+        scale = real([n ..(k)]) / real(size);
+        offset = symmetric ? 0.5 * scale - 0.5 : 0.0;
+    }
+    @lower {
+        r = real(i) * scale[0] + offset[0],
+        y[i, j] = x[int(`ceil`(r - 0.5)) <? n - 1, j], i < size[0], j < m;
+    }
+}""")
+    x = rng_values((5, 3))
+    for symmetric in (True, False):
+        for size in (8, 3):
+            got = api.evaluate(program, op="resize_rows", inputs={"x": x},
+                               attributes={"size": [size], "symmetric": symmetric}).outputs["y"]
+            coords = np.arange(size) * 5 / size
+            if symmetric:
+                coords = coords + 0.5 * 5 / size - 0.5
+            rows = np.clip(np.ceil(coords - 0.5).astype(int), 0, 4)
+            assert np.array_equal(got, x[rows]), (symmetric, size)
+
+
+def rng_values(shape: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(5).standard_normal(shape)
+
+
+def test_select_between_pack_and_single_in_a_formula_is_refused() -> None:
+    # SELECT_PACKS. Decision: @lower formulas have no static types, so no engine can know,
+    # when a single branch is taken at run time, that the other is a pack: such a select is
+    # refused (E0500) for every engine; a compile-time one follows the @using rule.
+    from refinterp import api
+
+    program = api.load_source("""
+operator mixed {
+    @attrib { flag: bool = false; }
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @lower { y[i] = (flag ? [x[i], x[i]] : 1.0) + .., i < n; }
+}
+operator compile_time {
+    @attrib { flag: bool = false; }
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @lower { y[i] = x[i] + (flag ? [1.0, 2.0] : 3.0)[1], i < n; }
+}""")
+    x = np.array([1.0, 2.0])
+    for engine in ("scalar", "vector"):
+        with pytest.raises(Diagnostic) as info:
+            api.evaluate(program, op="mixed", inputs={"x": x}, engine=engine)
+        assert info.value.code == "E0500" and "pack and a single value" in info.value.message
+        for flag, add in ((False, 3.0), (True, 2.0)):
+            got = api.evaluate(program, op="compile_time", inputs={"x": x},
+                               attributes={"flag": flag}, engine=engine).outputs["y"]
+            assert np.array_equal(got, x + add)

@@ -79,10 +79,10 @@ def data(s=4, b=2, c=3, n=2, seed=5):
             "h0": rng.standard_normal((b, n)), "c0": rng.standard_normal((b, n))}
 
 
-def run(model: Path, tmp_path: Path, arrays: dict) -> dict:
+def run(model: Path, tmp_path: Path, arrays: dict, *options: str) -> dict:
     np.savez(tmp_path / "in.npz", **arrays)
     assert main(["eval", str(model), "--op", "lstm", "--inputs", str(tmp_path / "in.npz"),
-                 "-o", str(tmp_path / "out.npz")]) == 0
+                 "-o", str(tmp_path / "out.npz"), *options]) == 0
     with np.load(tmp_path / "out.npz") as out:
         return {k: out[k] for k in out.files}
 
@@ -133,3 +133,21 @@ def test_jagged_lstm_with_different_counts_cannot_stack(model: Path, tmp_path: P
                  str(tmp_path / "in.npz")]) == 1
     err = capsys.readouterr().err
     assert "error:" in err and "while invoking layout.stack" in err
+    assert "--profile khronos pads them with zeros" in err
+
+
+@pytest.mark.parametrize("counts", [[1, 3], [3, 1, 2], [4, 1]])
+def test_jagged_lstm_with_different_counts_pads_under_khronos(model: Path, tmp_path: Path,
+                                                             counts: list[int]) -> None:
+    """Profile khronos (`jagged_packs = "pad"`): the per-item outputs, declared `~|s`, are
+    zero-padded to the largest count before `layout.stack`, so Y holds zeros past each item's
+    own count (as ONNX's LSTM with sequence_lens); hN, cN are each item's last state."""
+    arrays = data(b=len(counts))
+    arrays["steps"] = np.array(counts)
+    out = run(model, tmp_path, arrays, "--profile", "khronos")
+    ys, h, c = lstm_reference(*(arrays[k] for k in ("X", "W", "R", "B", "h0", "c0")),
+                              steps=counts)
+    assert out["Y"].shape == (max(counts), len(counts), 2)
+    np.testing.assert_allclose(out["Y"], ys, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["hN"], h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["cN"], c, rtol=1e-12, atol=1e-12)

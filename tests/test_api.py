@@ -39,3 +39,16 @@ def test_an_attribute_pack_of_mixed_types_is_a_diagnostic() -> None:
     with pytest.raises(api.Error) as caught:
         api.evaluate("layout.constant", attributes={"shape": [2], "value": [1.0, 2]})
     assert caught.value.code == "E0303" and "a pack mixes types" in caught.value.message
+
+
+def test_a_folder_without_a_main_module_does_not_hide_a_standard_operator(tmp_path,
+                                                                        monkeypatch):
+    """A golden suite has a folder per operator (`math.add/`); run from inside it, the name
+    `math.add` still means the standard operator, since that folder is not a model."""
+    import numpy as np
+    from refinterp import api
+
+    (tmp_path / "math.add").mkdir()
+    monkeypatch.chdir(tmp_path)
+    out = api.run_operator("math.add", {"x": np.array([1.0]), "y": np.array([2.0])})
+    assert out["z"].tolist() == [3.0]

@@ -4,7 +4,9 @@ An extent or pack length that is an *affine* expression `a * x + b` of a not-yet
 (with `a`, `b` constant literals) declares `x`, whose value is deduced from the actual shape;
 any other expression is evaluated and checked. The *binding order* of the inputs is computed
 once per definition, from the definition alone (§2.6.1), so that every invocation binds the
-same way; a definition whose inputs cannot be ordered is invalid.
+same way; a definition whose inputs cannot be ordered is invalid. A pack length whose names are
+known is determined, an int (a rank) or a bool (the item present or absent, §2.6) alike; which
+@using symbols input shapes may use depends on the profile (`early_usings`).
 
 Instantiation (`refinterp.language.instance`) binds each invocation's input shapes in
 `definition_order`, deducing symbols with `affine_form` / `solve_affine`.
@@ -12,11 +14,13 @@ Instantiation (`refinterp.language.instance`) binds each invocation's input shap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import BindingDiagnostic
+from refinterp.language.invocation import span_text
+from refinterp.numeric import rules
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor, children, nodes
 
@@ -142,6 +146,66 @@ def initially_known(attributes: tuple[ast.ParamDecl, ...]) -> set[str]:
             and (a.default is None or _is_constant(a.default))}
 
 
+def _bound_before_inputs(attributes: tuple[ast.ParamDecl, ...]) -> set[str]:
+    """The attributes that have their value when the inputs are bound (§2.6.1 step 1: given,
+    constant defaults, null for optional ones); only deferred ones wait (step 3)."""
+    return {a.name for a in attributes if a.default is None or _is_constant(a.default)}
+
+
+def using_targets(target: ast.LValue) -> set[str]:
+    """The names a @using target binds: `a`, `[a, b..]`, `[(e, f)..]` (§2.9)."""
+    if isinstance(target, ast.LName):
+        return {target.name}
+    if isinstance(target, (ast.LList, ast.LZip)):
+        return set().union(*(using_targets(item) for item in target.items))
+    return set()
+
+
+def early_usings(attributes: tuple[ast.ParamDecl, ...], usings: tuple[ast.UsingDecl, ...],
+                 profile: rules.Profile = rules.SPEC) -> tuple[ast.UsingDecl, ...]:
+    """The @using entries known before the inputs are bound. §2.9: "Symbols declared in the
+    @using block are not visible in the @attrib and @input blocks", so none under the `spec`
+    profile. Under a profile whose `using_in_inputs` is "attributes" (`khronos`: its stdlib
+    declares `input: T[b, c..(ncx), s..(d), c..(!ncx)]` with `ncx = data_format == 'NCX'` in
+    @using), the entries, in declaration order, whose expressions use only the initially known
+    attributes (§2.6.1) and earlier such entries: they are "known identifiers" for input
+    shapes (§2.6), and are evaluated (with the assertions they allow, §2.9) before the inputs."""
+    if profile.using_in_inputs != "attributes":
+        return ()
+    known = initially_known(attributes)
+    early = []
+    for using in usings:
+        if free_names(using.value) <= known and free_names(using.target) <= known:
+            early.append(using)
+            known |= using_targets(using.target)
+    return tuple(early)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What the binding order knows at one point (§2.6.1): `known` names may give a pack
+    length that disambiguates a shape (initially known attributes, early @using symbols,
+    symbols of inputs bound before); `available` names have a value when the input is bound
+    (also optional attributes); `reserved` names are never declared by a shape (attributes and
+    @using symbols: "an identifier that has not been used before" declares, §2.6); `usings`
+    are the @using symbols not known before the inputs, for the note on their visibility."""
+
+    known: frozenset[str]
+    available: frozenset[str]
+    reserved: frozenset[str]
+    usings: frozenset[str]
+
+    def declaring(self, expr: ast.Expr, own: set[str]) -> bool:
+        """Whether `expr` is an affine form of a symbol it declares (§2.6)."""
+        form = affine_form(expr)
+        return form is not None and form.symbol not in self.available | self.reserved | own
+
+    def after(self, decl: ast.ParamDecl) -> "_Scope":
+        """The scope once `decl` is bound: the symbols its shape declares are known."""
+        declared = _symbols_of(decl) - self.reserved - self.available
+        return replace(self, known=self.known | declared, available=self.available | declared)
+
+
 def _symbols_of(decl: ast.ParamDecl) -> set[str]:
     """Every symbol a shape can declare: extents, pack lengths, the rank capture."""
     declared: set[str] = set()
@@ -160,35 +224,55 @@ def _symbols_of(decl: ast.ParamDecl) -> set[str]:
     return declared
 
 
-def _flexible_items(decl: ast.ParamDecl, known: set[str]) -> list[ast.Extent]:
-    """Packed shape items whose length is not yet determined (§2.6.1)."""
+def _open_items(decl: ast.ParamDecl,
+                scope: _Scope) -> tuple[list[ast.Extent], list[ast.Extent]]:
+    """The packed shape items of `decl` whose length is not determined yet (§2.6.1), split into
+    *flexible* ones (`s..`, a length declaring a new symbol, or one known only at invocation,
+    such as an optional attribute: "optional attributes cannot be used for disambiguation")
+    and *waiting* ones (a length using symbols that no binding has yet: the input waits for
+    other inputs to bind them). A length whose names are all known is determined, whether it
+    is an int (the item's rank) or a bool (the item present or not, §2.6); its type is checked
+    when it is evaluated."""
     own = {decl.type.rank} if decl.type.rank else set()
-    flexible = []
+    flexible, waiting = [], []
     for extent in decl.type.shape or ():
         if extent.pack is None:
             continue
         length = extent.pack.length
         if length is None:
             # `s..`: its length is whatever remains, unless s itself is already bound.
-            if not (isinstance(extent.value, ast.Name) and extent.value.name in known):
+            if not (isinstance(extent.value, ast.Name) and extent.value.name in scope.known):
                 flexible.append(extent)
             continue
-        unknown = free_names(length) - known - own
-        if unknown:
+        names = free_names(length) - own
+        if names <= scope.known:
+            continue
+        if names <= scope.available or scope.declaring(length, own):
             flexible.append(extent)
-    return flexible
+        else:
+            waiting.append(extent)
+    return flexible, waiting
 
 
-def binding_order(attributes: tuple[ast.ParamDecl, ...],
-                  inputs: tuple[ast.ParamDecl, ...]) -> list[ast.ParamDecl]:
+def binding_order(attributes: tuple[ast.ParamDecl, ...], inputs: tuple[ast.ParamDecl, ...],
+                  usings: tuple[ast.UsingDecl, ...] = (),
+                  profile: rules.Profile = rules.SPEC) -> list[ast.ParamDecl]:
     """The order in which inputs are bound (§2.6.1), or a BindingDiagnostic naming the input
-    whose shape stays ambiguous.
+    whose shape stays ambiguous or the length that nothing determines.
 
     Passes over the non-optional inputs in declaration order take each input whose shape has at
-    most one packed item of undetermined length (symbols it binds count for the inputs after
-    it); passes repeat while they make progress. Optional inputs come last, the same way.
+    most one packed item of undetermined length and none waiting for a symbol (symbols it binds
+    count for the inputs after it); passes repeat while they make progress. Optional inputs
+    come last, the same way. The @using entries `early_usings` selects (by `profile`) are
+    known from the start.
     """
-    known = initially_known(attributes)
+    early = set().union(*(using_targets(u.target) for u in
+                          early_usings(attributes, usings, profile)))
+    using_names = set().union(*(using_targets(u.target) for u in usings))
+    scope = _Scope(known=frozenset(initially_known(attributes) | early),
+                   available=frozenset(_bound_before_inputs(attributes) | early),
+                   reserved=frozenset({a.name for a in attributes} | using_names),
+                   usings=frozenset(using_names - early))
     order: list[ast.ParamDecl] = []
     for group in ([i for i in inputs if not i.type.optional],
                   [i for i in inputs if i.type.optional]):
@@ -197,21 +281,42 @@ def binding_order(attributes: tuple[ast.ParamDecl, ...],
         while pending and progress:
             progress = False
             for decl in list(pending):
-                if len(_flexible_items(decl, known)) <= 1:
+                flexible, waiting = _open_items(decl, scope)
+                if not waiting and len(flexible) <= 1:
                     order.append(decl)
-                    known |= _symbols_of(decl)
+                    scope = scope.after(decl)
                     pending.remove(decl)
                     progress = True
         if pending:
-            stuck = pending[0]
-            names = ", ".join(sorted({e.value.name for e in _flexible_items(stuck, known)
-                                      if isinstance(e.value, ast.Name)}))
-            raise BindingDiagnostic(
-                f"the shape of input '{stuck.name}' cannot be bound unambiguously: more than one "
-                f"packed extent ({names}) has an unknown length", stuck.span,
-                ["give all but one of their lengths by an attribute or by another input "
-                 "(spec §2.6.1)"])
+            raise _unbindable(pending[0], scope)
     return order
+
+
+def _unbindable(decl: ast.ParamDecl, scope: _Scope) -> BindingDiagnostic:
+    """Why `decl` has no place in the binding order: a length nothing determines, or more than
+    one flexible item."""
+    flexible, waiting = _open_items(decl, scope)
+    own = {decl.type.rank} if decl.type.rank else set()
+    lengths = [e.pack.length for e in flexible + waiting if e.pack and e.pack.length is not None]
+    hidden = sorted(set().union(*(free_names(e) for e in lengths)) & scope.usings)
+    notes = [f"'{name}' is a @using symbol: @using symbols are not visible in @input (spec "
+             f"§2.9; under --profile khronos, those computed from attributes alone are)"
+             for name in hidden]
+    if waiting:
+        length = waiting[0].pack.length
+        missing = sorted(free_names(length) - own - scope.available)
+        return BindingDiagnostic(
+            f"the length {span_text(length.span)} of a packed extent of input '{decl.name}' "
+            f"uses {', '.join(missing)}, which no attribute or input shape defines before it",
+            length.span, notes + [
+                "a pack length is an int or bool expression of attributes and symbols of other "
+                "inputs, or an affine expression a * x + b of a new symbol x (spec §2.6)"])
+    names = ", ".join(sorted({e.value.name for e in flexible if isinstance(e.value, ast.Name)}))
+    return BindingDiagnostic(
+        f"the shape of input '{decl.name}' cannot be bound unambiguously: more than one "
+        f"packed extent ({names}) has an unknown length", decl.span,
+        notes + ["give all but one of their lengths by an attribute or by another input "
+                 "(spec §2.6.1)"])
 
 
 def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
@@ -233,24 +338,33 @@ def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
                 f"no attribute or input shape defines", attribute.default.span)
 
 
-# Binding orders by definition (its syntax tree): see `definition_order`.
-_ORDERS: IdentityCache[tuple[int, ...]] = IdentityCache(1024)
+# Binding orders by definition (its syntax tree), per `Profile.using_in_inputs`: see
+# `definition_order`.
+_ORDERS: IdentityCache[dict[str, tuple[int, ...]]] = IdentityCache(1024)
 
 
-def definition_order(definition: ast.OperatorDef) -> list[ast.ParamDecl]:
+def _entries(definition: ast.OperatorDef, kind: str) -> tuple:
+    block = definition.block(kind)
+    return block.entries if block else ()
+
+
+def definition_order(definition: ast.OperatorDef,
+                     profile: rules.Profile = rules.SPEC) -> list[ast.ParamDecl]:
     """The checked binding order of a definition's inputs (§2.6.1: it depends on the definition
-    only), computed once per definition tree (parsed files are shared, so the standard
-    library's once per process) and reused by every instantiation, as positions in @input.
-    A diagnostic is not cached."""
-    attributes = definition.block("attrib")
-    inputs = definition.block("input")
-    attribute_decls = attributes.entries if attributes else ()
-    input_decls = inputs.entries if inputs else ()
-    positions = _ORDERS.get(definition)
+    only, and on which @using symbols the profile lets input shapes use, `early_usings`),
+    computed once per definition tree (parsed files are shared, so the standard library's once
+    per process) and reused by every instantiation, as positions in @input. A diagnostic is not
+    cached."""
+    attributes, inputs = _entries(definition, "attrib"), _entries(definition, "input")
+    orders = _ORDERS.get(definition)
+    if orders is None:
+        orders = {}
+        _ORDERS.put(definition, orders)
+    positions = orders.get(profile.using_in_inputs)
     if positions is None:
-        order = binding_order(attribute_decls, input_decls)  # type: ignore[arg-type]
-        check_deferred_attributes(attribute_decls, input_decls)  # type: ignore[arg-type]
-        positions = tuple(next(i for i, decl in enumerate(input_decls) if decl is chosen)
+        order = binding_order(attributes, inputs, _entries(definition, "using"), profile)
+        check_deferred_attributes(attributes, inputs)
+        positions = tuple(next(i for i, decl in enumerate(inputs) if decl is chosen)
                           for chosen in order)
-        _ORDERS.put(definition, positions)
-    return [input_decls[i] for i in positions]  # type: ignore[misc]
+        orders[profile.using_in_inputs] = positions
+    return [inputs[i] for i in positions]

@@ -258,17 +258,21 @@ class Evaluator(ExprVisitor[Value]):
 
     def visit_Select(self, node: ast.Select) -> Value:
         """§2.4 select. A single condition evaluates only the taken branch, so a null in the
-        other branch does not matter (`?x ? x : 0`); a pack condition selects item by item. An
-        else-chain `c0 ? a0 : c1 ? a1 : ...` of single conditions is a loop along it."""
+        other branch does not matter (`?x ? x : 0`) — unless the taken branch is a single value
+        and the other a pack (`repeated`); a pack condition selects item by item. An else-chain
+        `c0 ? a0 : c1 ? a1 : ...` of single conditions is a loop along it."""
         cond = self.eval(node.cond)
         while not isinstance(cond, tuple):
             if cond is NULL:
                 return NULL
-            if cond:
-                return self.eval(node.then)
-            if not isinstance(node.otherwise, ast.Select):
-                return self.eval(node.otherwise) if node.otherwise is not None else NULL
-            node = node.otherwise
+            taken, other = (node.then, node.otherwise) if cond else (node.otherwise, node.then)
+            if taken is None:
+                return NULL
+            if self.types[id(node)].packed and not self.types[id(taken)].packed:
+                return self.repeated(taken, other)
+            if taken is not node.otherwise or not isinstance(taken, ast.Select):
+                return self.eval(taken)
+            node = taken
             cond = self.eval(node.cond)
         then = self.eval(node.then)
         otherwise = self.eval(node.otherwise) if node.otherwise is not None else NULL
@@ -283,6 +287,31 @@ class Evaluator(ExprVisitor[Value]):
                 return NULL  # an item comes from a null branch: the whole pack is null
             chosen.append(branch[index] if isinstance(branch, tuple) else branch)
         return tuple(chosen)
+
+    def repeated(self, single: ast.Expr, pack: ast.Expr) -> Value:
+        """§2.4 Select: "One or more arguments may also be packs, in which case the result is a
+        pack ... When the conditions is not a pack, the other two arguments need not be of the
+        same length." **(decision)** A single value taken under a single condition beside a
+        pack branch (`c ? 0.5 * scale : 0.0`) is repeated to the length of the pack branch, as
+        a single operand pairs with every item of a pack in a binary operator (so the result
+        is a pack, as `types.Checker.select_rule` says). The pack branch is evaluated for its
+        length although it is not taken: its errors are the select's, and a null pack branch
+        (which has no length) is a diagnostic (docs/semantics.md "Select")."""
+        value = self.eval(single)
+        if value is NULL:
+            return NULL
+        why = ("the select takes its single value, repeated to the length of this pack "
+               "branch (§2.4 Select)")
+        try:
+            items = self.eval(pack)
+        except EvalDiagnostic as diag:
+            diag.notes.append(f"{why}; evaluating that branch failed")
+            raise
+        if items is NULL:
+            raise EvalDiagnostic("this pack branch of a select is null, so it has no length",
+                                 pack.span, [why])
+        assert isinstance(items, tuple)
+        return (value,) * len(items)
 
     def visit_Fold(self, node: ast.Fold) -> Value:
         pack = self.eval(node.operand)

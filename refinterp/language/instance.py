@@ -3,9 +3,11 @@ assertions, and compute output, constant and variable types and shapes.
 
 The pipeline follows §2.6.1 "Evaluation and binding during an actual invocation":
   1. generic types from explicit arguments; attribute values (given, constant defaults, null for
-     optional ones; a single value for a packed attribute waits for its length);
+     optional ones; a single value for a packed attribute waits for its length); under the
+     `khronos` profile, the @using entries computed from attributes alone (`early_usings`);
   2. inputs in the binding order (refinterp.language.binding): types, rank captures, extents by affine
-     deduction or checked, pack lengths, shared and per-item extents of tensor packs;
+     deduction or checked, pack lengths, items present or absent by a bool length, shared and
+     per-item extents of tensor packs; symbols only absent items declare are null;
   3. deferred attribute defaults; 4. lengths of packed attributes checked or expanded;
   then @using and @assert interleaved (§2.9), @output, @constant and @variable.
 Every failure is an InvocationDiagnostic located in the definition, naming what conflicts.
@@ -17,9 +19,10 @@ import itertools
 from typing import Any
 
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic, did_you_mean
-from refinterp.language.binding import definition_order, free_names
+from refinterp.language.binding import (definition_order, early_usings, free_names,
+                                        initially_known, using_targets)
 from refinterp.language.expr import Environment, check_length, evaluate, evaluate_checked
-from refinterp.language.inputs import InputBinding
+from refinterp.language.inputs import InputBinding, LengthError, declared_dims
 from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstance, TensorArg,
                                            TensorInfo, describe_type, entries, span_text)
 from refinterp.language.types import Type, check_expr, type_of_value
@@ -44,6 +47,8 @@ class Instantiation(InputBinding):
     # ------------------------------------------------------------------ pipeline
 
     def run(self) -> OperatorInstance:
+        # dynamic extents named by a symbol the invocation leaves unbound (`shape_of`)
+        self.named_extents: dict[str, dict[int, str]] = {}
         attributes = entries(self.definition, "attrib")
         inputs = entries(self.definition, "input")
         unknown = set(self.invocation.inputs) - {i.name for i in inputs}
@@ -52,15 +57,20 @@ class Instantiation(InputBinding):
             raise self.fail(f"'{self.definition.name}' has no input '{name}'",
                             notes=_did_you_mean(name, [i.name for i in inputs], "inputs"),
                             code="E0304", subject=("input", name))
-        order = definition_order(self.definition)
+        order = definition_order(self.definition, self.invocation.profile)
         self.bind_explicit_generics()
         deferred = self.bind_attributes(attributes)
+        usings = entries(self.definition, "using")
+        early = early_usings(attributes, usings, self.invocation.profile)
+        self.pending = list(entries(self.definition, "assert"))
+        self.bind_usings(early, initially_known(attributes))
         defaulted = [d for d in order if d.name not in self.invocation.inputs and
                      d.default is not None and not d.type.optional]
         for decl in order:
             if decl not in defaulted:
                 self.subject = ("input", decl.name)
                 self.bind_input(decl)
+        self.finish_absent()
         for decl in deferred:
             self.subject = ("attribute", decl.name)
             self.bind_deferred(decl)
@@ -74,14 +84,18 @@ class Instantiation(InputBinding):
         for decl in self.dtype_bounds:
             if decl not in self.dtypes:
                 self.default_dtype(decl)
-        self.using_and_asserts()
+        early_ids = {id(u) for u in early}  # by identity: trees compare structurally
+        self.bind_usings(tuple(u for u in usings if id(u) not in early_ids))
+        for assertion in self.pending:
+            self.check_assertion(assertion)
+        outputs = {d.name: self.tensor_of(d) for d in entries(self.definition, "output")}
         return OperatorInstance(
-            self.definition, dict(self.dtypes), dict(self.values),
-            {d.name: self.tensor_of(d) for d in entries(self.definition, "output")},
+            self.definition, dict(self.dtypes), dict(self.values), outputs,
             {d.name: self.constant_of(d) for d in entries(self.definition, "constant")},
             {d.name: self.tensor_of(d) for d in entries(self.definition, "variable")},
             dict(self.types), dict(self.dtype_bounds),
-            {d.name: (self.tensor_of(d), self.eval(d.default)) for d in defaulted})
+            {d.name: (self.tensor_of(d), self.eval(d.default)) for d in defaulted},
+            {name: dims for name, dims in self.named_extents.items() if name in outputs})
 
     def bind_explicit_generics(self) -> None:
         names = list(self.dtype_bounds)
@@ -200,30 +214,58 @@ class Instantiation(InputBinding):
 
     # ------------------------------------------------------------------ @using / @assert (§2.9)
 
-    def using_and_asserts(self) -> None:
-        pending = list(entries(self.definition, "assert"))
-        for using in entries(self.definition, "using"):
-            pending = self.check_ready(pending)
+    def bind_usings(self, usings: tuple[ast.UsingDecl, ...],
+                    known: set[str] | None = None) -> None:
+        """§2.9: before each @using entry, check every pending assertion (`self.pending`) whose
+        names are all known, then bind the entry; the assertions still pending are checked after
+        the last entry. `known` restricts the known names to the given ones and the entries'
+        targets (the @using entries evaluated before the inputs, `binding.early_usings`: only
+        the attributes known from the start, not packed ones still waiting for their length);
+        by default every bound symbol is known."""
+        for using in usings:
+            self.pending = self.check_ready(self.pending,
+                                            set(self.values) if known is None else known)
             self.bind_using(using)
-        for assertion in pending:
-            self.check_assertion(assertion)
+            if known is not None:
+                known = known | using_targets(using.target)
 
-    def check_ready(self, pending: list[ast.Assertion]) -> list[ast.Assertion]:
+    def guarded(self, failure: InvocationDiagnostic) -> Diagnostic:
+        """A shape expression of an input that has no meaning (a negative pack length) is
+        reported as the first pending assertion that can be evaluated already and fails, if
+        any: **(decision)** §2.9 checks assertions before the expressions they guard, and
+        input shape expressions are such expressions (top_k's `axis` out of range makes its
+        length `axis < 0 ? axis + rank : axis` negative). Packed attributes given a single
+        value are not expanded yet, so assertions using them wait; an assertion that cannot
+        be evaluated here is skipped."""
+        attributes = entries(self.definition, "attrib")
+        waiting = {a.name for a in attributes if a.type.pack is not None and
+                   not isinstance(self.values.get(a.name), tuple)}
+        for assertion in self.pending:
+            if self.assertion_ready(assertion, set(self.values) - waiting):
+                try:
+                    self.check_assertion(assertion)
+                except InvocationDiagnostic as failed:
+                    return failed
+                except Diagnostic:
+                    continue
+        return failure
+
+    def check_ready(self, pending: list[ast.Assertion], known: set[str]) -> list[ast.Assertion]:
         remaining = []
         for assertion in pending:
-            if self.assertion_ready(assertion):
+            if self.assertion_ready(assertion, known):
                 self.check_assertion(assertion)
             else:
                 remaining.append(assertion)
         return remaining
 
-    def assertion_ready(self, assertion: ast.Assertion) -> bool:
+    def assertion_ready(self, assertion: ast.Assertion, known: set[str]) -> bool:
         names = free_names(assertion.cond)
         for printed in assertion.printed:
             names |= free_names(printed.value)
         if assertion.message is not None:
             names |= free_names(assertion.message)
-        return names <= set(self.values)
+        return names <= known
 
     def check_assertion(self, assertion: ast.Assertion) -> None:
         """§2.8: a null condition is skipped; a packed one must hold for every item."""
@@ -320,17 +362,31 @@ class Instantiation(InputBinding):
         return f"'{decl.name}' of '{self.definition.name}'"
 
     def shape_of(self, decl: ast.ParamDecl, dtype: str, item: int | None) -> TensorInfo:
+        """The type and shape of a declared tensor (of item `item` of a pack). An extent `~|k`,
+        or `s|k` with `s` unbound, is dynamic (§2.6): None, with the bound `k`; the dimensions
+        of a non-pack tensor that such an `s` names are kept in `named_extents` (a @lower
+        formula may count them, lower.plan)."""
         if decl.type.shape is None:
             return TensorInfo(dtype, None)
         shape: list[int | None] = []
         bounds: list[int | None] = []
+        names: dict[int, str] = {}
         for extent in decl.type.shape or ():
+            length = extent.pack.length if extent.pack is not None else None
+            count, condition = (None, False) if length is None else \
+                self.pack_count(length, extent, f"an extent of '{decl.name}'")
+            if condition and not count:
+                continue  # §2.6: an item whose bool length is false is absent
             bound = self.eval(extent.bound) if extent.bound is not None else None
             agreement = (extent.bound is not None and isinstance(extent.value, ast.Name)
                          and extent.value.name not in self.values)
             if isinstance(extent.value, ast.Placeholder) or agreement:
-                # `~|k`, or `s|k` naming a dynamic extent shared by several outputs (§2.6)
-                values: list[Value] = [None]
+                # `~|k`, or `s|k` naming a dynamic extent shared by several outputs (§2.6);
+                # `~|k..(n)` repeats it
+                values: list[Value] = [None] * (1 if count is None else
+                                                self.repeated_rank(decl, extent, count))
+                if agreement:
+                    names[len(shape)] = extent.value.name
             else:
                 value = self.eval(extent.value)
                 if extent.distinct and isinstance(value, tuple) and item is not None:
@@ -339,7 +395,7 @@ class Instantiation(InputBinding):
                     continue  # §2.6: a null component is omitted
                 if extent.pack is not None:
                     values = list(value) if isinstance(value, tuple) else \
-                        [value] * self.repeated_rank(decl, extent)
+                        [value] * self.repeated_rank(decl, extent, count)
                 else:
                     values = [value]
             for v in values:
@@ -353,20 +409,23 @@ class Instantiation(InputBinding):
         if len(shape) > MAX_RANK:
             raise self.fail(f"'{decl.name}' would have rank {len(shape)}; refinterp's tensors "
                             f"have at most {MAX_RANK} dimensions", decl)
+        if names and item is None:
+            self.named_extents[decl.name] = names
         return TensorInfo(dtype, tuple(shape), tuple(bounds))
 
-    def repeated_rank(self, decl: ast.ParamDecl, extent: ast.Extent) -> int:
-        """How many dimensions a single extent repeated by a packed item (`1 ..(n)`) covers:
-        checked before they are made."""
-        count = self.eval(extent.pack.length)  # an int, or a bool (`1 ..(!squeeze)`)
-        if not isinstance(count, int) or count < 0:
-            raise self.fail(f"the rank {span_text(extent.pack.length.span)} of an extent of "
-                            f"'{decl.name}' is {format_literal(count)}, not a non-negative int",
-                            extent)
+    def repeated_rank(self, decl: ast.ParamDecl, extent: ast.Extent, count: int | None) -> int:
+        """How many dimensions a single extent covers: one, or `count` (`pack_count`) for one
+        repeated by a packed item (`1 ..(n)`, `1 ..(!squeeze)`, `~|k..(n)`); checked before
+        they are made."""
+        if extent.pack is None:
+            return 1
+        if count is None:
+            raise self.fail(f"the single extent {span_text(extent.value.span)} of '{decl.name}' "
+                            f"is packed without a length", extent)
         if count > MAX_RANK:
             raise self.fail(f"'{decl.name}' would have rank {count} or more; refinterp's "
                             f"tensors have at most {MAX_RANK} dimensions", extent)
-        return int(count)
+        return count
 
     def constant_of(self, decl: ast.ParamDecl) -> tuple[TensorInfo, Value]:
         """§2.7: a uniform value, a flat row-major list, or a per-element expression."""
@@ -441,11 +500,8 @@ def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
         shape: list[Any] = []
         try:
             for extent in spec.shape:
-                if extent.pack is not None or isinstance(extent.value, ast.Placeholder):
-                    raise Diagnostic("not fixed")
-                size = evaluate(extent.value, env)
-                shape.extend(size if isinstance(size, tuple) else (size,))
-        except Diagnostic:
+                shape.extend(declared_dims(extent, env))
+        except (Diagnostic, LengthError):
             continue
         if all(isinstance(e, int) and not isinstance(e, bool) for e in shape):
             found[decl.name] = TensorInfo(spec.name, tuple(shape))

@@ -52,12 +52,15 @@ TensorArg = TensorInfo  # an actual input of an invocation
 
 
 def describe_type(info: "TensorInfo | tuple") -> str:
-    """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~`, a shape derived from
-    the composition as `real[?]`, a pack as `[real[2], real[3]]`."""
+    """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~` (`~|10` with its upper
+    bound, §2.6), a shape derived from the composition as `real[?]`, a pack as
+    `[real[2], real[3]]`."""
     if isinstance(info, tuple):
         return "[" + ", ".join(describe_type(i) for i in info) + "]"
-    shape = "?" if info.shape is None else ", ".join("~" if e is None else str(e)
-                                                     for e in info.shape)
+    bounds = (*info.bounds, *(None,) * (len(info.shape or ()) - len(info.bounds)))
+    shape = "?" if info.shape is None else ", ".join(
+        str(e) if e is not None else "~" if b is None else f"~|{b}"
+        for e, b in zip(info.shape, bounds))
     return f"{info.dtype}[{shape}]"
 
 
@@ -89,6 +92,9 @@ class OperatorInstance:
     dtype_bounds: dict[str, str] = field(default_factory=dict)
     # inputs not given that take their declared default (§2.6): type/shape and uniform value
     defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
+    # per (non-pack) output, the dimensions whose dynamic extent is named by a symbol the
+    # invocation leaves unbound (`k|bound`, §2.6): dimension -> symbol (lower.plan counts them)
+    named_extents: dict[str, dict[int, str]] = field(default_factory=dict)
     # what the @lower engines derive from this instance alone (its plan, per-formula facts),
     # kept here so that it lives exactly as long as the instance (lower.plan.derived)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

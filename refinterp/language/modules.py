@@ -293,3 +293,41 @@ def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
         return ["did you mean " + " or ".join(found) + "? (add "
                 + " or ".join(f"'import {m};'" for m in modules) + ")"]
     return []
+
+
+# The bundled standard library, loaded once per process when a body-less operator needs it.
+_BUNDLED: dict[str, LoadedModule | None] = {}
+
+
+def bundled_definition(module: str, name: str) -> tuple[ast.OperatorDef, LoadedModule] | None:
+    """refinterp's own definition of operator `module.name` in the bundled standard library,
+    if it has a body (@lower or @compose); else None. This is what runs a body-less
+    declaration of another standard library (`--stdlib`, e.g. the Khronos `image.sknd`
+    declares `_cubic_grid_sample` without a body) when no intrinsic carries its name
+    (docs/semantics.md, "Body-less operators")."""
+    if module not in _BUNDLED:
+        path = stdlib_module_files().get(module)
+        _BUNDLED[module] = None if path is None else \
+            Loader().load(path).modules[-1]  # the module itself: loaded after its imports
+    loaded = _BUNDLED[module]
+    if loaded is None:
+        return None
+    for definition in loaded.tree.definitions:
+        if definition.name == name and (definition.block("lower") is not None or
+                                        definition.block("compose") is not None):
+            return definition, loaded
+    return None
+
+
+def interface_differences(declared: ast.OperatorDef, bundled: ast.OperatorDef) -> list[str]:
+    """How the interface of `bundled` differs from `declared`: the names, in order, of the
+    generic types, attributes, inputs and outputs (empty if they are the same)."""
+    differences = []
+    for block in ("dtype", "attrib", "input", "output"):
+        names = [[d.name for d in (definition.block(block).entries
+                                   if definition.block(block) else ())]
+                 for definition in (declared, bundled)]
+        if names[0] != names[1]:
+            differences.append(f"@{block} declares {', '.join(names[0]) or 'nothing'} here and "
+                               f"{', '.join(names[1]) or 'nothing'} in refinterp's module")
+    return differences

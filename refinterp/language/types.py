@@ -320,15 +320,13 @@ class Checker(ExprVisitor[Type]):
 
     def select_rule(self, node: ast.Select, cond: Type, then: Type,
                     otherwise: Type | None) -> Type:
+        """§2.4 Select operator: "One or more arguments may also be packs, in which case the
+        result is a pack." So the result is a pack when the condition or either branch is one;
+        under a single condition a single branch beside a pack branch is repeated to the pack
+        branch's length when taken (`expr.Evaluator.visit_Select`, docs/semantics.md "Select")."""
         branches = [then] if otherwise is None else [then, otherwise]
         base = self.unify(node, "a select", *branches)
-        if cond.packed:
-            packed = True
-        else:
-            if len({b.packed for b in branches}) > 1:
-                raise self.fail(node, "with a single condition, both branches of a select must "
-                                      "be packs or both single values")
-            packed = then.packed
+        packed = cond.packed or any(b.packed for b in branches)
         optional = cond.optional or node.otherwise is None or any(b.optional for b in branches)
         return Type(base, packed, optional)
 

@@ -953,6 +953,9 @@ def compile_formula(instance: OperatorInstance, formula: Formula, arrays: dict[s
                     report: list[str] | None = None) -> Callable[[], None] | None:
     """A runner for `formula` from generated source, or None outside the supported subset;
     `report` (if given) receives how the formula runs and, for the tree walk, why."""
+    if formula.counted is not None:  # the tree walk counts the stores (plan.CountedExtent)
+        _say(report, f"tree walk (it counts the dynamic extent '{formula.counted.name}')")
+        return None
     nesting = max(map(tree_depth, nodes((formula.value, formula.condition, formula.access,
                                     tuple(local.value for local in formula.locals)))))
     if nesting > MAX_NESTING:

@@ -377,7 +377,10 @@ class _Folder(ExprVisitor[Any]):
                 return NULL  # an absent optional input reads as null; its indices unused
             if not isinstance(array, np.ndarray):
                 return self.whole_pack(node, array)
-            return replace(node, items=tuple(self.index_items(node.items)))
+            slots = self.index_slots(node.items)
+            if any(isinstance(slot, list) for slot in slots):
+                return self.mapped_access(node, slots)
+            return replace(node, items=tuple(slots))
         if isinstance(base, ast.Subscript) and isinstance(base.base, ast.Name) and \
                 base.base.name in self.arrays:
             return self.pack_item(node)
@@ -485,8 +488,18 @@ class _Folder(ExprVisitor[Any]):
         return result
 
     def index_items(self, items: tuple) -> list[ast.Expr]:
-        """Index items of a tensor access as scalar index expressions (packs spliced)."""
-        result: list[ast.Expr] = []
+        """Index items of a tensor access as scalar index expressions (packs spread with `..`
+        spliced); a pack index without `..` (a mapped access, `mapped_access`) is refused."""
+        slots = self.index_slots(items)
+        if any(isinstance(slot, list) for slot in slots):
+            raise _Refuse("a pack index without '..' here")
+        return slots
+
+    def index_slots(self, items: tuple) -> list[Any]:
+        """Index items of a tensor access, one entry per dimension: a scalar index expression
+        (packs spread with `..` spliced), or the list of the items of a pack index without
+        `..`, over which the access is mapped (scalar.py `_Mapped`)."""
+        result: list[Any] = []
         for item in items:
             if isinstance(item, ast.Slice):
                 raise _Refuse("':' index")
@@ -496,8 +509,26 @@ class _Folder(ExprVisitor[Any]):
             value = self.expr(item)
             if value is NULL:
                 raise _Refuse("null index")
-            result.extend(value if isinstance(value, list) else [value])
+            result.append(value)
         return result
+
+    def mapped_access(self, node: ast.Subscript, slots: list[Any]) -> list[ast.Expr]:
+        """`x[i, p]` with p a pack index without `..`: the pack of accesses `x[i, p0]`,
+        `x[i, p1]`, .. (scalar.py `_Mapped`). The tree walk computes every index once, then
+        resolves the guards, then reads item by item; so only accesses that can neither fail
+        nor skip (`droppable`) are folded, where computing them apart is the same (with no
+        item at all, the other indices are computed and dropped: they must be droppable)."""
+        lengths = {len(slot) for slot in slots if isinstance(slot, list)}
+        if len(lengths) != 1:
+            raise _Refuse("pack indices of different lengths")  # a diagnostic on the tree walk
+        accesses = [replace(node, items=tuple(slot[k] if isinstance(slot, list) else slot
+                                              for slot in slots))
+                    for k in range(lengths.pop())]
+        fixed = [slot for slot in slots if not isinstance(slot, list)]
+        if not all(self.droppable(a) for a in accesses) or \
+                (not accesses and not all(self.droppable(i) for i in fixed)):
+            raise _Refuse("a pack index without '..' on an access not provably in range")
+        return accesses
 
     # ------------------------------------------------------------------ folds, ':', lookups
 
@@ -645,8 +676,10 @@ class _Folder(ExprVisitor[Any]):
             array = self.arrays.get(node.base.name)
             if not isinstance(array, np.ndarray) or len(node.items) != array.ndim:
                 return False
-            return all(isinstance(i, ast.Name) and i.name in self.bounds and
-                       self.bounds[i.name] <= extent
+            return all((isinstance(i, ast.Name) and i.name in self.bounds and
+                        self.bounds[i.name] <= extent) or
+                       (isinstance(i, ast.IntLiteral) and not isinstance(i.value, bool) and
+                        0 <= i.value < extent)
                        for i, extent in zip(node.items, array.shape))
         return False
 

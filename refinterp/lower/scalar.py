@@ -27,7 +27,7 @@ from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.lower.codegen import compile_formula
 from refinterp.lower.plan import (FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, LoweringPlan,
-                                  lowering_plan, output_kind, start_value)
+                                  allocation_shape, lowering_plan, output_kind, start_value)
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES, kind_of
 from refinterp.syntax import ast
@@ -42,13 +42,16 @@ class _Skip(Exception):
 
 
 def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str, Any]:
-    """Output arrays, filled with the neutral element of an implicit start, else zeros."""
+    """Output arrays, filled with the neutral element of an implicit start, else zeros; a
+    counted extent (`plan.CountedExtent`) is allocated at its bound."""
     outputs: dict[str, Any] = {}
     for name, info in instance.outputs.items():
         infos = info if isinstance(info, tuple) else (info,)
         arrays = []
         for item in infos:
-            if item.shape is None or any(e is None for e in item.shape):
+            shape = item.shape if isinstance(info, tuple) else \
+                allocation_shape(plan, name, item)
+            if shape is None or any(e is None for e in shape):
                 raise EngineDiagnostic(f"output '{name}' has no static shape to compute",
                                        instance.definition.span)
             dtype = NUMPY_DTYPES.get(item.dtype)
@@ -56,8 +59,8 @@ def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str
                 raise EngineDiagnostic(f"output '{name}' has type {item.dtype}, which has no "
                                        f"tensor representation", instance.definition.span)
             start = start_value(plan.implicit_start.get(name, 0), item.dtype)
-            arrays.append(np.zeros(item.shape, dtype=dtype) if start == 0 else
-                          np.full(item.shape, start, dtype=dtype))
+            arrays.append(np.zeros(shape, dtype=dtype) if start == 0 else
+                          np.full(shape, start, dtype=dtype))
         outputs[name] = arrays if isinstance(info, tuple) else arrays[0]
     return outputs
 
@@ -80,6 +83,27 @@ def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
         if report is not None:
             report.append(f"formula at line {formula.node.span.line}: "
                           f"{how[0] if how else 'tree walk'}")
+    return lowered_outputs(instance, plan, arrays)
+
+
+def lowered_outputs(instance: OperatorInstance, plan: LoweringPlan, arrays: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """The outputs once every formula has run (a counting formula replaces its output by the
+    trimmed array). Outputs naming the same counted extent `s|k` must agree on it (§2.6: the
+    symbol declares agreement of dynamic output shapes)."""
+    outputs = {name: arrays[name] for name in instance.outputs}
+    seen: dict[str, tuple[str, int]] = {}
+    for formula in plan.formulas:
+        counted = formula.counted
+        if counted is None:
+            continue
+        extent = outputs[counted.output].shape[counted.dimension]
+        other = seen.setdefault(counted.name, (counted.output, extent))
+        if other[1] != extent:
+            raise EngineDiagnostic(
+                f"the dynamic extent '{counted.name}' is {extent} for output "
+                f"'{counted.output}' but {other[1]} for output '{other[0]}'; outputs naming "
+                f"the same extent must agree", formula.node.span, code="E0503")
     return outputs
 
 
@@ -152,6 +176,8 @@ class FormulaRunner(ExprVisitor[Compiled]):
         self.profile = profile
         self.symbols = instance.symbols
         self.index_names = {r.name for r in formula.indices}
+        if formula.counted is not None:  # read from the frame, like an index symbol
+            self.index_names.add(formula.counted.name)
         self.local_names = {local.name for local in formula.locals}
 
     def fail(self, node: ast.Node, message: str, frame: Frame | None = None
@@ -161,15 +187,21 @@ class FormulaRunner(ExprVisitor[Compiled]):
     # ------------------------------------------------------------------ running
 
     def run(self) -> None:
+        """Every iteration in row-major order; a counting formula (`plan.CountedExtent`) gives
+        its counter the number of stores so far, and its output is then trimmed to it."""
         formula = self.formula
+        counted = formula.counted
         locals_ = [(local.name, self.visit(local.value)) for local in formula.locals]
         value = self.visit(formula.value)
         condition = self.visit(formula.condition) if formula.condition is not None else None
         store = self.compile_store()
         names = [r.name for r in formula.indices]
         ranges = [self.index_values(r.bound) for r in formula.indices]
+        count = 0
         for combination in itertools.product(*ranges):
             frame: Frame = dict(zip(names, combination))
+            if counted is not None:
+                frame[counted.name] = count
             try:
                 for name, compute in locals_:
                     frame[name] = compute(frame)
@@ -180,12 +212,16 @@ class FormulaRunner(ExprVisitor[Compiled]):
                     if not (all(flag) if isinstance(flag, tuple) else flag):
                         continue
                 store(frame, value(frame))
+                count += 1
             except _Skip:
                 continue
             except EngineDiagnostic as diag:
                 if not diag.notes:  # say in which iteration it failed
                     diag.notes = _failure(formula.node, "", frame).notes
                 raise
+        if counted is not None:
+            kept = (slice(None),) * counted.dimension + (slice(0, count),)
+            self.arrays[formula.output] = self.arrays[formula.output][kept].copy()
 
     @staticmethod
     def index_values(bound: Value) -> list[Any]:
@@ -203,6 +239,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
         indices = self.compile_indices(formula.access)
         target = self.arrays[formula.output]
         node = formula.node
+        counted = self.compile_counted()
 
         def combine(current: Any, value: Value) -> Value:
             if op in ("=", ":="):
@@ -237,7 +274,16 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 arrays_, position = target, indices(frame, None)
             else:
                 arrays_, position = [target], indices(frame, target)
-            if FULL in position:
+                if counted is not None:
+                    counted(frame, target)
+            mapped = _mapped_positions(position)
+            if mapped is not None:  # `y[i, p] = v`: the cells the pack index p maps to, one unit
+                if len(arrays_) > 1 or FULL in position:
+                    raise self.fail(node, "a pack index without '..' cannot be combined with "
+                                          "':' or a whole pack of tensors", frame)
+                update([(arrays_[0], p) for p in mapped], value, frame,
+                       "positions of the pack index")
+            elif FULL in position:
                 if len(arrays_) > 1:
                     raise self.fail(node, "':' cannot index a whole pack of tensors", frame)
                 cells = [(arrays_[0], p) for p in _expand_full(position, arrays_[0].shape)]
@@ -248,6 +294,31 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 update([(arrays_[0], position)], value, frame, "")
 
         return store
+
+    def compile_counted(self) -> Callable[[Frame, Any], None] | None:
+        """For a counting formula (`plan.CountedExtent`): the check, before each store, that
+        its counter indexes the dimension it names and stays below its bound."""
+        counted = self.formula.counted
+        if counted is None:
+            return None
+        access = self.formula.access
+        before = self.compile_indices(access[:next(
+            j for j, item in enumerate(access) if item is counted.node)])
+
+        def check(frame: Frame, target: Any) -> None:
+            dimension = len(before(frame, target))
+            if dimension != counted.dimension:
+                raise self.fail(counted.node, f"'{counted.name}' indexes dimension {dimension} "
+                                              f"of '{counted.output}', but it names the dynamic "
+                                              f"extent of dimension {counted.dimension}", frame)
+            if frame[counted.name] >= counted.bound:  # E0501: the position is out of range
+                node = self.formula.node
+                raise EngineDiagnostic(
+                    f"output '{counted.output}' gets more than {counted.bound} entries along "
+                    f"its dynamic extent '{counted.name}' (dimension {counted.dimension}), "
+                    f"above its bound {counted.bound}", node.span,
+                    _failure(node, "", frame).notes, code="E0501")
+        return check
 
     def checked(self, node: ast.Node, value: Value, dtype: str, frame: Frame) -> Value:
         """The value converted to the output type; an int outside int64 is a diagnostic."""
@@ -560,14 +631,31 @@ class FormulaRunner(ExprVisitor[Compiled]):
             if item is not None:
                 target = self.pack_item(node, target, item(frame), frame)
             position = indices(frame, target)
+            mapped = _mapped_positions(position)
             if isinstance(target, list):  # a whole pack accessed: a pack of values
                 if FULL in position:
                     raise self.fail(node, "':' cannot index a whole pack of tensors", frame)
+                if mapped is not None:
+                    raise self.fail(node, "a pack index without '..' cannot index a whole pack "
+                                          "of tensors (select an item: 'xs[k][...]')", frame)
                 return tuple(_python(self.read(node, name, a, position, frame), kind_of(a))
                              for a in target)
             if FULL in position:  # `x[i, :]`: the pack of values along the ':' dimensions
+                if mapped is not None:
+                    raise self.fail(node, "':' and a pack index without '..' in one access "
+                                          "would make a pack of packs", frame)
                 return tuple(_python(self.read(node, name, target, p, frame), kind_of(target))
                              for p in _expand_full(position, target.shape))
+            if mapped is not None:  # `x[i, p]`, p a pack: the access mapped over p (§2.4)
+                if mapped and len(mapped[0]) != target.ndim:
+                    diagnostic = self.fail(node, f"'{name}' has rank {target.ndim} but is "
+                                                 f"accessed with {len(mapped[0])} indices", frame)
+                    diagnostic.notes.append("a pack index without '..' maps the access over "
+                                            "the pack, one index per item; 'p..' spreads it "
+                                            "over several dimensions")
+                    raise diagnostic
+                return tuple(_python(self.read(node, name, target, p, frame), kind_of(target))
+                             for p in mapped)
             return _python(self.read(node, name, target, position, frame), kind_of(target))
         return access
 
@@ -595,22 +683,38 @@ class FormulaRunner(ExprVisitor[Compiled]):
                                       f"of shape {list(shape)}", frame)
 
     def compile_indices(self, items: tuple) -> Callable[..., tuple]:
-        """Index items → a function giving the position tuple (packs expand in place)."""
-        parts: list[Callable[[Frame, Any], tuple]] = []
+        """Index items → a function giving the position tuple: a pack spread with `..` stands
+        for its items in place; a pack index without `..` is one `_Mapped` dimension (the
+        access is mapped over it, `_mapped_positions`). Several such packs must have one
+        length (§2.4: element-wise operations on packs of equal lengths); a mismatch is a
+        diagnostic at the item."""
+        parts: list[tuple[ast.IndexItem, Callable[[Frame, Any], tuple]]] = []
         for dimension, item in enumerate(items):
-            parts.append(self.compile_index(item))
+            parts.append((item, self.compile_index(item)))
 
         def position(frame: Frame, array: Any = None) -> tuple:
-            result: list[int] = []
-            for part in parts:
-                result.extend(part(frame, (array, len(result))))
+            result: list[Any] = []
+            length = None
+            for item, part in parts:
+                indices = part(frame, (array, len(result)))
+                for index in indices:
+                    if isinstance(index, _Mapped):
+                        if length is not None and len(index.values) != length:
+                            raise self.fail(item, f"this pack index (without '..') has length "
+                                                  f"{len(index.values)}, but an earlier one of "
+                                                  f"the same access has length {length}; the "
+                                                  f"access is mapped over packs of one length",
+                                            frame)
+                        length = len(index.values)
+                result.extend(indices)
             return tuple(result)
         return position
 
     def compile_index(self, item: ast.IndexItem) -> Callable[[Frame, Any], tuple]:
-        """One index item → the indices it stands for (a pack expands in place; `e..(n)`
-        repeats). Guarded indices `|e|` inside are resolved here, against the extent of the
-        dimension they land on."""
+        """One index item → the indices it stands for: a pack spread with `..` expands in
+        place (`e..(n)` repeats); a pack without `..` is one `_Mapped` dimension (§2.4, §2.12:
+        the access is mapped over the pack). Guarded indices `|e|` inside are resolved here,
+        against the extent of the dimension they land on."""
         if isinstance(item, ast.Slice):
             if (item.start, item.stop, item.step) != (None, None, None):
                 raise self.fail(item, "a tensor is indexed with ':' (the whole dimension), not "
@@ -626,6 +730,9 @@ class FormulaRunner(ExprVisitor[Compiled]):
             result = value(frame)
             if result is NULL:
                 raise self.fail(inner, "an index is null", frame)
+            if not expanded and isinstance(result, tuple):  # mapped: one dimension
+                extent = _extent(array, start)
+                return (_Mapped(tuple(_resolve(v, extent) for v in result)),)
             if count is not None and not isinstance(result, tuple):
                 result = (result,) * int(count(frame))
             result = result if isinstance(result, tuple) else (result,)
@@ -649,6 +756,29 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 return tuple(_Guarded(r, lo, hi) for r, lo, hi in zip(raw, lows, highs))
             return _Guarded(raw, low, high)
         return bounded
+
+
+@dataclass(frozen=True)
+class _Mapped:
+    """One dimension of a position indexed by a pack without `..`: its (resolved) values. Spec
+    §2.4 "Arguments of unary and binary operators may be packs, in which case the operations
+    are taken element-wise, and the result is also a pack", and §2.12 "The indices themselves
+    may be packed (denoted by ..)": only `p..` spreads a pack into several dimensions, so an
+    index pack `p` without it maps the access over its items, `x[i, p]` == `[x[i, p[0]],
+    x[i, p[1]], ..]` (the spec's gather_nd, §4.1.6, reads `indices[bi.., zi.., di]..`)."""
+
+    values: tuple
+
+
+def _mapped_positions(position: tuple) -> list[tuple] | None:
+    """The positions of an access mapped over its `_Mapped` dimensions (all of one length,
+    checked by `FormulaRunner.compile_indices`), item by item; None if it has none."""
+    slots = [d for d, p in enumerate(position) if isinstance(p, _Mapped)]
+    if not slots:
+        return None
+    length = len(position[slots[0]].values)
+    return [tuple(p.values[k] if isinstance(p, _Mapped) else p for p in position)
+            for k in range(length)]
 
 
 def _expand_full(position: tuple, shape: tuple) -> list[tuple]:

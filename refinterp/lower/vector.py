@@ -32,7 +32,7 @@ import numpy as np
 
 from refinterp.language.invocation import OperatorInstance
 from refinterp.lower.plan import Formula, derived, lowering_plan, output_kind
-from refinterp.lower.scalar import allocate_outputs, lowering_arrays, run_formula
+from refinterp.lower.scalar import allocate_outputs, lowered_outputs, lowering_arrays, run_formula
 from refinterp.lower.vector_access import Inputs, Read
 from refinterp.lower.vector_eval import BoxEvaluator, Scope, truth
 from refinterp.lower.vector_space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, Box, Fallback,
@@ -78,7 +78,7 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
             report = FormulaReport(formula, "scalar", why.reason)
         if reports is not None:
             reports.append(report)
-    return {name: arrays[name] for name in outputs}  # a formula may adopt a new array
+    return lowered_outputs(instance, plan, arrays)  # a formula may adopt a new array
 
 
 def _restore(target: Any, saved: Any) -> None:
@@ -106,6 +106,8 @@ class VectorFormula:
 
     def run(self) -> None:
         facts, formula = self.facts, self.formula
+        if formula.counted is not None:
+            raise Fallback(f"it counts the dynamic extent '{formula.counted.name}'")
         scalar = scalar_axes(facts, self.arrays)
         if facts.reads_output:
             steps = math.prod(facts.axes[a].size for a in scalar)

@@ -39,6 +39,15 @@ class Guard:
     upper: Any = None
 
 
+@dataclass(frozen=True)
+class Mapped:
+    """The values of an index pack without `..` (one dimension): the access is mapped over
+    them, one read per item (docs/semantics.md "Pack index without '..'"; the scalar engine's
+    `_Mapped`)."""
+
+    values: tuple
+
+
 def resolve(box: Box, value: Any, extent: int, active: Mask) -> Any:
     """One index (an int or an int array, possibly guarded) checked against `extent` on the
     iterations evaluated (live and `active`): a guarded one outside narrows the live mask or is

@@ -25,8 +25,8 @@ from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue
 from refinterp.lower.plan import FULL
-from refinterp.lower.vector_access import (Guard, Inputs, Read, gather, int_identity, resolve,
-                                           strided_view)
+from refinterp.lower.vector_access import (Guard, Inputs, Mapped, Read, gather, int_identity,
+                                           resolve, strided_view)
 from refinterp.lower.vector_space import (RUNTIME, Box, Fallback, FormulaFacts, Mask,
                                           anywhere, both)
 from refinterp.numeric import array_rules as A
@@ -354,16 +354,24 @@ class BoxEvaluator(ExprVisitor[Any]):
                 raise Fallback("a pack index out of range")
             return pack[position]
         if isinstance(position, np.ndarray) and kind_of(position) == "int" and pack and \
-                all(not isinstance(v, (tuple, np.ndarray, Guard)) and v is not NULL
-                    for v in pack):
+                all(not isinstance(v, (tuple, Guard)) and v is not NULL for v in pack):
             if len({kind_of(v) for v in pack}) != 1:
                 raise Fallback("a pack of mixed types indexed by an array")
-            table = A.as_array(np.array(pack))
             effective = both(self.box.live, active)
             bad = (position < -len(pack)) | (position >= len(pack))
             if anywhere(both(bad, effective)) and bad.any():
                 raise Fallback("a pack index out of range")
-            return table[np.clip(position, -len(pack), len(pack) - 1)]
+            position = np.clip(position, -len(pack), len(pack) - 1)
+            if not any(isinstance(v, np.ndarray) for v in pack):
+                return A.as_array(np.array(pack))[position]
+            # items that are arrays over the box: item position[...] of each iteration
+            try:
+                arrays = [A.as_array(v) for v in pack]
+            except A.Deferred as why:
+                raise Fallback(why.reason) from None
+            *items, position = np.broadcast_arrays(*arrays, position)
+            position = np.where(position < 0, position + len(pack), position)
+            return np.take_along_axis(np.stack(items), position[np.newaxis], axis=0)[0]
         raise Fallback("a pack indexed by a computed value")
 
     def visit_Substitute(self, node: ast.Substitute, active: Mask) -> Any:
@@ -445,6 +453,20 @@ class BoxEvaluator(ExprVisitor[Any]):
         if isinstance(target, list):
             raise Fallback("a whole pack of tensors read at once")
         raw, affine_form = self.index_values(node.items, active, storing=False)
+        mapped = [p for p in raw if isinstance(p, Mapped)]
+        if mapped:  # `x[i, p]`, p a pack without `..`: one read per item of p, in item order
+            if len({len(p.values) for p in mapped}) > 1 or any(p is FULL for p in raw):
+                raise Fallback("a pack index without '..' of another length or beside ':'")
+            return Read(tuple(
+                self.read(name, k, [p.values[j] if isinstance(p, Mapped) else p for p in raw],
+                          target, affine_form, False, active).value
+                for j in range(len(mapped[0].values))))
+        return self.read(name, k, raw, target, affine_form, padding, active)
+
+    def read(self, name: str, k: int | None, raw: list[Any], target: np.ndarray,
+             affine_form: bool, padding: bool, active: Mask) -> Read:
+        """`target` (tensor `name`, pack item k) at the indices `raw`: a strided view where
+        they are affine (reading zero padding only with `padding`), else a gather."""
         if affine_form:
             found = strided_view(self.box, self.scope.inputs, (name, k), raw, target, padding)
             if found is not None:
@@ -463,8 +485,9 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     def index_values(self, items: tuple, active: Mask, storing: bool
                      ) -> tuple[list[Any], bool]:
-        """The value of each dimension's index (packs expand in place; FULL for `:`), and
-        whether they may form a strided view (no `:`, no repeat count)."""
+        """The value of each dimension's index (packs spread with `..` expand in place, a pack
+        without `..` is one `Mapped` dimension; FULL for `:`), and whether they may form a
+        strided view (no `:`, no repeat count)."""
         raw: list[Any] = []
         affine_form = True
         for item in items:
@@ -478,6 +501,9 @@ class BoxEvaluator(ExprVisitor[Any]):
             value = self.visit(item.operand if expanded else item, active)
             if value is NULL:
                 raise Fallback("a null index")
+            if not expanded and isinstance(value, tuple):
+                raw.append(Mapped(value))
+                continue
             if expanded and item.count is not None:
                 affine_form = False
                 if not isinstance(value, tuple):
@@ -487,6 +513,8 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     def resolved(self, raw: list[Any], active: Mask, shape: tuple) -> list[Any]:
         """The indices with their guards resolved against the extents (`resolve`)."""
+        if any(isinstance(p, Mapped) for p in raw):
+            raise Fallback("a pack index without '..' in a store")
         if len(raw) != len(shape):
             raise Fallback("an access with the wrong number of indices")
         return [p if p is FULL else resolve(self.box, p, extent, active)

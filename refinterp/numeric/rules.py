@@ -63,6 +63,10 @@ class Profile:
     int_negative_power: Literal["exact", "trunc"]  # int a ** b, b < 0: exact or error; or C trunc
     mixed_int_real: Literal["error", "promote"] = "error"  # int op real at run time: error, or
     #   the int converted to real (C++ promotion; in comparisons also a bool with a number, as 0/1)
+    jagged_packs: Literal["error", "pad"] = "error"  # a pack whose items differ in a dynamic
+    #   (`~|bound`) extent bound to shared extents: an error, or zero-padded to the largest
+    using_in_inputs: Literal["hidden", "attributes"] = "hidden"  # @using symbols in @input
+    #   shapes: not visible (§2.9), or those computed from attributes alone known before inputs
     description: str = ""
 
     def __hash__(self) -> int:
@@ -78,8 +82,9 @@ SPEC = Profile(
 KHRONOS = Profile(
     "khronos", int_division="trunc", int_ceil_division="away", real_modulo="fmod", frac="modf",
     min_max_nan="first", int_negative_power="trunc", mixed_int_real="promote",
+    jagged_packs="pad", using_in_inputs="attributes",
     description="the Khronos C++ runtime: C division and modulo, fmod, modf, std::min/max, "
-                "int promoted to real when mixed")
+                "int promoted to real when mixed, packs of dynamic tensors padded")
 PROFILES: dict[str, Profile] = {SPEC.name: SPEC, KHRONOS.name: KHRONOS}
 
 

@@ -27,26 +27,30 @@ from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES
                                               AbstractTensor, check_pack_length, kind_of,
                                               limit_note)
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
-from refinterp.language.expr import evaluate
+from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
                                          describe_type, instantiate)
+from refinterp.language.inputs import LengthError, declared_dims
 from refinterp.language.invocation import tensor_info
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.scalar import constant_array
-from refinterp.language.modules import (LoadedModule, Program, find_operator,
+from refinterp.language.modules import (LoadedModule, Program, bundled_definition,
+                                        find_operator, interface_differences,
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import nodes, walk
 from refinterp.run.abstract import DeclaredVariables, Undetermined, abstract_tensor
+from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import Limits
 from refinterp.run.locate import declaration_span, relocate
 from refinterp.run.scope import Scope, ScopePath, live_after, value_names
-from refinterp.language.types import CASTS
+from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
 FRAMES_PER_CALL = 60
+POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pack of tensors
 
 
 class Executor:
@@ -78,6 +82,7 @@ class Executor:
         if isinstance(self.params, ParameterStore):  # its .dat files are read within the limit
             self.params.max_tensor_size = self.limits.max_tensor_size
         self.depth = 0
+        self.jagged = DynamicExtents()
 
     def run(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
             inputs: dict[str, Any]) -> dict[str, Any]:
@@ -108,16 +113,34 @@ class Executor:
         if definition.block("lower") is not None:
             self.limits.check_lowering(instance)
             arrays = {**inputs, **self.variables(instance, path)}
-            return self.engine(instance, arrays, self.profile)
-        if definition.block("compose") is not None:
-            return self.compose(instance, module, inputs, path)
+            outputs = self.engine(instance, arrays, self.profile)
+        elif definition.block("compose") is not None:
+            outputs = self.compose(instance, module, inputs, path)
+        else:
+            intrinsic = lookup_intrinsic(f"{module.name}.{definition.name}")
+            if intrinsic is None:
+                return self.run_bundled(definition, module, invocation, inputs, path)
+            outputs = intrinsic(instance, inputs)
+        self.jagged.mark(instance.outputs, outputs)
+        return outputs
+
+    def run_bundled(self, definition: ast.OperatorDef, module: LoadedModule,
+                    invocation: Invocation, inputs: dict[str, Any],
+                    path: ScopePath | None) -> dict[str, Any]:
+        """Run a body-less library declaration without an intrinsic by refinterp's bundled
+        definition of the same qualified name, if that has a body and the same interface
+        (docs/semantics.md, "Body-less operators"); else E0606."""
         qualified = f"{module.name}.{definition.name}"
-        intrinsic = lookup_intrinsic(qualified)
-        if intrinsic is None:
-            raise ComposeDiagnostic(f"operator '{qualified}' has no @lower or @compose block and "
-                                    f"no intrinsic implementation", definition.span,
-                                    code="E0606")
-        return intrinsic(instance, inputs)
+        found = bundled_definition(module.name, definition.name) if module.library else None
+        notes = []
+        if found is not None and found[0] is not definition:
+            bundled, bundled_module = found
+            notes = interface_differences(definition, bundled)
+            if not notes:
+                return self.run_instance(bundled, bundled_module, invocation, inputs, path)
+        raise ComposeDiagnostic(f"operator '{qualified}' has no @lower or @compose block and "
+                                f"no intrinsic implementation", definition.span,
+                                notes=notes, code="E0606")
 
     # ------------------------------------------------------------------ @compose
 
@@ -333,13 +356,7 @@ class Executor:
                                         f"is {kind_of(item)}", target.span)
             if spec.shape is None:
                 continue
-            shape: list[int | None] = []
-            for extent in spec.shape:
-                if isinstance(extent.value, ast.Placeholder):
-                    shape.append(None)
-                    continue
-                size = evaluate(extent.value, env)
-                shape.extend(size if isinstance(size, tuple) else (size,))
+            shape = self.declared_shape(target, spec, env)
             actual = list(item.shape)
             if len(shape) != len(actual) or any(e is not None and e != a
                                                 for e, a in zip(shape, actual)):
@@ -347,6 +364,20 @@ class Executor:
                     f"'{target.name}' is declared with shape "
                     f"[{', '.join('~' if e is None else str(e) for e in shape)}] but the "
                     f"result has shape {actual}", target.span)
+
+    @staticmethod
+    def declared_shape(target: ast.LName | ast.Carried, spec: ast.TypeSpec,
+                       env: Environment) -> list[Any]:
+        """The extents a typed result or carried value declares (`inputs.declared_dims`, §2.6:
+        items absent by a false bool length or a null value omitted, `~` None)."""
+        shape: list[Any] = []
+        for extent in spec.shape or ():
+            try:
+                shape.extend(declared_dims(extent, env))
+            except LengthError as error:
+                raise ComposeDiagnostic(f"{error.message} in the type of '{target.name}'",
+                                        extent.span, error.notes) from None
+        return shape
 
     # ------------------------------------------------------------------ right-hand sides
 
@@ -435,11 +466,7 @@ class Executor:
         value = self.tensor(item.init, scope)
         if item.type is None:
             return value
-        env = scope.environment(self.profile)
-        shape: list[int] = []
-        for extent in item.type.shape or ():
-            size = evaluate(extent.value, env)
-            shape.extend(size if isinstance(size, tuple) else (size,))
+        shape = self.declared_shape(item, item.type, scope.environment(self.profile))
         dtype = DTYPES.get(scope.instance.dtypes.get(item.type.name, item.type.name))
         if dtype is None or isinstance(value, list) or value is NULL:
             raise ComposeDiagnostic(f"cannot initialise '{item.name}' as {item.type.name}",
@@ -529,7 +556,14 @@ class Executor:
                 else:
                     items.append(self.tensor(item, scope))
             return items
-        if isinstance(node, ast.Select) and not self.mentions_tensor(node.cond, scope):
+        if isinstance(node, ast.Select):
+            if self.mentions_tensor(node.cond, scope):
+                raise ComposeDiagnostic(
+                    "the condition of '?:' between tensors must be a compile-time value",
+                    node.cond.span,
+                    ["§2.10.1: '?:' and '??' branch at compile time; a condition computed from "
+                     "tensors needs 'if ... then ... else ...' (or an element-wise operator "
+                     "such as math.select)"], code="E0607")
             flag = evaluate(node.cond, scope.environment(self.profile))
             if flag is NULL:
                 return NULL
@@ -540,6 +574,8 @@ class Executor:
         if isinstance(node, ast.Binary) and node.op == "??":
             first = self.tensor(node.left, scope)
             return first if first is not NULL else self.tensor(node.right, scope)
+        if isinstance(node, ast.Subscript) and self.mentions_tensor(node.base, scope):
+            return self.pack_items(node, scope)
         if isinstance(node, ast.Call) and not self.is_scalar_cast(node, scope):
             results = self.invoke(node, scope, path)  # an unknown operator is reported here
             if len(results) != 1:
@@ -559,6 +595,32 @@ class Executor:
             raise ComposeDiagnostic(f"{value} does not fit in an int tensor (int64)", node.span,
                                     code="E0502")
         return np.array(value, dtype=DTYPES[rules.kind(value)])
+
+    def pack_items(self, node: ast.Subscript, scope: Scope) -> Any:
+        """`xs[k]`, `xs[::-1]`, `xs[[0, 2]]`, `xs[mask]` on a pack of tensors (§2.10: the
+        right-hand side may be "a compile-time expression resulting in a tuple of tensors (or
+        packs of tensors)"): the index must be compile-time; the items it selects are those
+        §2.4 Indexing selects, found by the compile-time evaluator indexing the pack of
+        positions [0, 1, ..., n-1] in the same way (one definition of indexing)."""
+        pack = self.tensor(node.base, scope)
+        if pack is NULL:
+            return NULL
+        if not isinstance(pack, list):
+            raise ComposeDiagnostic("only a pack of tensors can be indexed in @compose; the "
+                                    "elements of a tensor are read in @lower formulas",
+                                    node.span)
+        if any(self.mentions_tensor(item, scope) for item in node.items):
+            raise ComposeDiagnostic("the index of a pack of tensors must be a compile-time "
+                                    "value", node.span)
+        env = scope.environment(self.profile)
+        env.values[POSITIONS] = tuple(range(len(pack)))
+        env.types[POSITIONS] = Type("int", packed=True)
+        positions = evaluate(replace(node, base=ast.Name(POSITIONS, span=node.base.span)), env)
+        if positions is NULL:
+            return NULL
+        if isinstance(positions, tuple):
+            return [pack[k] for k in positions]
+        return pack[positions]
 
     # ------------------------------------------------------------------ invocations
 
@@ -603,10 +665,15 @@ class Executor:
             raise ComposeDiagnostic(f"'{definition.name}' takes {len(declared)} inputs; got "
                                     f"{len(node.args)}", node.span, code="E0602")
         inputs: dict[str, Any] = {}
+        jagged = []  # packs of dynamic tensors the profile does not pad (for a note)
         for decl, arg in zip(declared, node.args):
             value = self.tensor(arg, scope)
             if value is not NULL:
-                inputs[decl.name] = value
+                padded = self.jagged.pad(value)
+                if padded is not value and self.profile.jagged_packs != "pad":
+                    jagged.append(decl.name)
+                    padded = value
+                inputs[decl.name] = padded
         invocation = Invocation(attributes, {k: tensor_info(v) for k, v in inputs.items()},
                                 generics, self.profile)
         self.depth += 1
@@ -618,6 +685,11 @@ class Executor:
             self.running.append(".".join(node.callee))
             outputs = self.run_instance(definition, module, invocation, inputs, path)
         except Diagnostic as diag:
+            if jagged:
+                diag.notes.append(
+                    f"the items of pack {', '.join(repr(n) for n in jagged)} differ in a dynamic "
+                    f"(~|bound) extent; --profile khronos pads them with zeros to the largest "
+                    f"(docs/semantics.md, \"Jagged packs\")")
             relocate(diag, node, scope.module, definition, self.library_files)
             raise diag.with_frame(Frame(".".join(node.callee), node.span)) from None
         except Undetermined as stop:  # say where in the user's code the check stopped

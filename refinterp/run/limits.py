@@ -17,7 +17,7 @@ from typing import Any
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic
 from refinterp.core.source import Span
 from refinterp.language.invocation import OperatorInstance, TensorInfo
-from refinterp.lower.plan import lowering_plan
+from refinterp.lower.plan import allocation_shape, lowering_plan
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE,
                                               check_pack_length, check_tensor_size, limit_note)
 from refinterp.run.locate import declaration_span
@@ -77,8 +77,18 @@ class Limits:
 
     def check_lowering(self, instance: OperatorInstance) -> None:
         """Before a @lower block runs: no formula iterates more than `max_lower_iterations`
-        times (E1201)."""
-        for formula in lowering_plan(instance).formulas:
+        times (E1201), and an output with a counted extent, allocated at its bound, fits the
+        tensor size limit (E1200)."""
+        plan = lowering_plan(instance)
+        for formula in plan.formulas:
+            if formula.counted is not None:
+                info = instance.outputs[formula.output]
+                assert isinstance(info, TensorInfo)
+                shape = allocation_shape(plan, formula.output, info)
+                self.check_tensor(TensorInfo(info.dtype, shape),
+                                  f"'{formula.output}' of '{instance.definition.name}' at the "
+                                  f"bound of its extent '{formula.counted.name}'",
+                                  declaration_span(instance.definition, formula.output))
             count = formula.iterations()
             if count > self.max_lower_iterations:
                 raise Diagnostic(f"the formula iterates {count} times, above the @lower "

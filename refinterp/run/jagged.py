@@ -1,0 +1,73 @@
+"""Packs of dynamic tensors (profile field `jagged_packs`; docs/semantics.md, "Jagged packs").
+
+An operator output declared with a dynamic extent (`Y: real[~|s, b, n]`, spec §2.6 "Dynamic
+input and output shapes") has a run-time extent of at most its bound. A loop that collects such
+outputs into a pack (the Khronos `nn._jagged_lstm_loops`: one LSTM per batch item, each with its
+own step count) gives items whose extents differ along that axis, and stacking them needs one
+shared extent. Under `jagged_packs = "pad"` (profile khronos: the Khronos runtime allocates every
+dynamic tensor at its bound) such a pack is zero-padded, along the dynamic axes only, to the
+largest item extent before it is passed to an operator — the values ONNX and PyTorch give past a
+sequence's end. Items that differ in any other axis are left alone (the callee reports them).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+
+class DynamicExtents:
+    """Remembers which axes of which arrays came from dynamic output extents."""
+
+    def __init__(self) -> None:
+        # id(array) -> (weak reference to it, its dynamic axes); the reference tells a live
+        # entry from a stale one whose id a new array reuses
+        self._axes: dict[int, tuple[weakref.ref, frozenset[int]]] = {}
+
+    def mark(self, declared: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Record the dynamic axes of `outputs` from their declared types (a TensorInfo, or a
+        tuple of them for a pack output)."""
+        for name, value in outputs.items():
+            info = declared.get(name)
+            items = value if isinstance(value, (list, tuple)) else [value]
+            infos = info if isinstance(info, tuple) else [info] * len(items)
+            for item, item_info in zip(items, infos):
+                bounds = getattr(item_info, "bounds", ())
+                axes = frozenset(k for k, b in enumerate(bounds) if b is not None)
+                if axes and isinstance(item, np.ndarray):
+                    self._prune()
+                    self._axes[id(item)] = (weakref.ref(item), axes)
+
+    def axes(self, array: Any) -> frozenset[int]:
+        """The dynamic axes of `array` (none if it was not marked)."""
+        entry = self._axes.get(id(array))
+        if entry is None or entry[0]() is not array:
+            return frozenset()
+        return entry[1]
+
+    def pad(self, value: Any) -> Any:
+        """`value` itself, or, for a pack of arrays of equal rank that differ only along axes
+        dynamic in every item, the items zero-padded (at the end) to the largest extent."""
+        if not isinstance(value, list) or len(value) < 2 or \
+                not all(isinstance(v, np.ndarray) for v in value) or \
+                len({v.ndim for v in value}) != 1 or len({v.shape for v in value}) == 1:
+            return value
+        common = frozenset.intersection(*(self.axes(v) for v in value))
+        differing = {k for k in range(value[0].ndim) if len({v.shape[k] for v in value}) > 1}
+        if not differing or not differing <= common:
+            return value
+        target = [max(v.shape[k] for v in value) for k in range(value[0].ndim)]
+        padded = []
+        for item in value:
+            widths = [(0, t - n) for t, n in zip(target, item.shape)]
+            grown = np.pad(item, widths) if any(w for _, w in widths) else item
+            self._axes[id(grown)] = (weakref.ref(grown), self.axes(item))
+            padded.append(grown)
+        return padded
+
+    def _prune(self) -> None:
+        """Forget arrays that no longer exist (keeps the table as small as the live arrays)."""
+        if len(self._axes) > 4096:
+            self._axes = {k: v for k, v in self._axes.items() if v[0]() is not None}
