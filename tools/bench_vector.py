@@ -51,6 +51,22 @@ def np_conv(x: np.ndarray, w: np.ndarray, stride: int = 1, pad: int = 0,
     return y + bias.reshape(1, -1, 1, 1) if bias is not None else y
 
 
+def np_deconv(x: np.ndarray, w: np.ndarray, stride: int = 1) -> np.ndarray:
+    """NCHW transposed convolution with the default padding of nn.deconv (output size
+    input * stride), one BLAS product per filter tap added into a strided slice."""
+    b, n, h, wd = x.shape
+    fc, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    full = np.zeros((b, fc, (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    rows = x.reshape(b, n, h * wd)
+    for j in range(kh):
+        for k in range(kw):
+            tap = np.matmul(w[:, :, j, k].T, rows).reshape(b, fc, h, wd)
+            full[:, :, j:j + stride * (h - 1) + 1:stride, k:k + stride * (wd - 1) + 1:stride] \
+                += tap
+    front = [(kh - stride) // 2, (kw - stride) // 2]
+    return full[:, :, front[0]:front[0] + h * stride, front[1]:front[1] + wd * stride]
+
+
 def np_max_pool(x: np.ndarray, size: int, stride: int) -> np.ndarray:
     windows = sliding_window_view(x, (size, size), axis=(2, 3))[:, :, ::stride, ::stride]
     return windows.max(axis=(4, 5))
@@ -172,6 +188,7 @@ def build_cases(engine: str) -> dict[str, tuple]:
     x1m, y1m = rng.standard_normal((1000, 1000)), rng.standard_normal((1000, 1000))
     conv_x, conv_w = rng.standard_normal((1, 64, 56, 56)), rng.standard_normal((64, 64, 3, 3))
     pool_x = rng.standard_normal((1, 64, 112, 112))
+    deconv_x, deconv_w = rng.standard_normal((1, 64, 56, 56)), rng.standard_normal((64, 32, 5, 5))
     def case(name, inputs, attributes, output, reference, target):
         return lambda: (*operator_case(name, inputs, attributes, output, reference, engine),
                         target)
@@ -185,6 +202,9 @@ def build_cases(engine: str) -> dict[str, tuple]:
         "conv 1x64x56x56 3x3->64": case(
             "nn.conv", {"input": conv_x, "filter": conv_w}, {"padding": [1, 1, 1, 1]},
             "output", lambda: np_conv(conv_x, conv_w, 1, 1), 3.0),
+        "deconv 1x64x56x56 5x5/2->32": case(
+            "nn.deconv", {"input": deconv_x, "filter": deconv_w}, {"stride": [2, 2]},
+            "output", lambda: np_deconv(deconv_x, deconv_w, 2), 6.0),
         "max_pool 3x3/2 1x64x112x112": case(
             "nn.max_pool", {"input": pool_x},
             {"size": [3, 3], "stride": [2, 2], "padding": [0, 0, 0, 0]}, "output",

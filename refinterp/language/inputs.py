@@ -10,7 +10,7 @@ from __future__ import annotations
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic
 from refinterp.language.binding import affine_form, free_names, solve_affine
 from refinterp.language.expr import Environment, evaluate, evaluate_checked
-from refinterp.language.invocation import MAX_RANK, Invocation, entries, span_text
+from refinterp.language.invocation import MAX_RANK, Invocation, entries, item_type, span_text
 from refinterp.language.types import (CONCRETE, Type, check_expr, dtype_scope, type_from_spec,
                                       type_of_value)
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
@@ -104,6 +104,8 @@ class BindingState:
         # after the inputs unless a present item binds them (`bind_conditional`)
         self.absent: dict[str, str] = {}
         self.subject: tuple[str, str] | None = None  # the argument being bound, for errors
+        # pack inputs given as a pack of zero items of unknown item type (a note on failure)
+        self.untyped_empty: list[str] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -222,11 +224,16 @@ class InputBinding(BindingState):
             self.values[decl.name] = NULL
             self.types[decl.name] = declared
             return
+        template = None  # the item type of a pack of zero items, bound as its items' would be
         if declared.packed:
             if not isinstance(actual, tuple):
                 raise self.fail(f"{source} is a pack of tensors; got a single tensor", decl)
             self.bind_pack_length(decl, len(actual))
             items = actual
+            if not actual:
+                template = item_type(actual)
+                if template is None:
+                    self.untyped_empty.append(decl.name)
         else:
             if isinstance(actual, tuple):
                 raise self.fail(f"{source} is a single tensor; got a pack", decl)
@@ -236,8 +243,9 @@ class InputBinding(BindingState):
                                   if declared.packed else TensorValue(items[0].dtype,
                                                                       items[0].shape))
         self.types[decl.name] = declared
-        for index, tensor in enumerate(items):
-            where = source if not declared.packed else f"{source} item {index}"
+        for index, tensor in enumerate(items if template is None else (template,)):
+            where = source if not declared.packed else f"{source} item {index}" \
+                if template is None else f"{source} (a pack of 0 items of type {template})"
             self.check_base(declared.base, tensor.dtype, where, decl)
             if decl.type.rank is not None:
                 self.bind(decl.type.rank, len(tensor.shape), f"the rank of {where}", decl)
@@ -409,10 +417,14 @@ class InputBinding(BindingState):
 
     def bind_distinct(self, extent: ast.Extent, actual: Value, source: str, item: int | None,
                       items: int) -> None:
-        """`..t` in a tensor pack: t is a pack with one extent per item (§2.6)."""
+        """`..t` in a tensor pack: t is a pack with one extent per item (§2.6); of a pack of
+        zero items (bound from its item type, `EmptyPackType`), the empty pack."""
         if not isinstance(extent.value, ast.Name) or item is None:
             raise self.fail("a per-item extent '..t' must be a name in a tensor pack", extent)
         name = extent.value.name
+        if not items:
+            self.bind(name, (), source, extent, Type("int", packed=True))
+            return
         current = list(self.values.get(name) or (NULL,) * items)
         current[item] = actual
         self.values[name] = tuple(current)

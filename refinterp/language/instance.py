@@ -24,7 +24,8 @@ from refinterp.language.binding import (definition_order, early_usings, free_nam
 from refinterp.language.expr import Environment, check_length, evaluate, evaluate_checked
 from refinterp.language.inputs import InputBinding, LengthError, declared_dims
 from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstance, TensorArg,
-                                           TensorInfo, describe_type, entries, span_text)
+                                           TensorInfo, describe_type, empty_pack_type, entries,
+                                           span_text)
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, Value, format_inserted, format_literal
 from refinterp.numeric import rules
@@ -47,6 +48,21 @@ class Instantiation(InputBinding):
     # ------------------------------------------------------------------ pipeline
 
     def run(self) -> OperatorInstance:
+        """The pipeline; a failure gets a note naming any pack input of zero items whose item
+        type is unknown (nothing was deduced from its items; docs/semantics.md "Empty
+        packs")."""
+        try:
+            return self.bind_all()
+        except Diagnostic as diag:
+            diag.notes.extend(
+                f"input '{name}' is a pack of zero tensors whose item type is unknown, so "
+                f"nothing is deduced from its items (such as `[]`, or the scanned output of a "
+                f"loop that ran no iteration whose items' type could not be derived; "
+                f"docs/semantics.md \"Empty packs\")"
+                for name in self.untyped_empty)
+            raise
+
+    def bind_all(self) -> OperatorInstance:
         # dynamic extents named by a symbol the invocation leaves unbound (`shape_of`)
         self.named_extents: dict[str, dict[int, str]] = {}
         attributes = entries(self.definition, "attrib")
@@ -354,8 +370,22 @@ class Instantiation(InputBinding):
                 raise self.fail(f"the pack length of '{decl.name}' is unknown", decl)
             check_pack_length(count, self.invocation.max_pack_length, self.what(decl),
                               decl.span)
+            if count == 0:
+                return self.empty_pack_of(decl, dtype)
             return tuple(self.shape_of(decl, dtype, index) for index in range(count))
         return self.shape_of(decl, dtype, None)
+
+    def empty_pack_of(self, decl: ast.ParamDecl, dtype: str) -> tuple:
+        """A declared pack of zero items: typed by its declared item shape where that is
+        known without items (no per-item extent `..t`, every extent known; docs/semantics.md
+        "Empty packs"), else the plain empty tuple. Never an error: a pack of no items has no
+        shape to be wrong."""
+        if decl.type.shape is None or any(e.distinct for e in decl.type.shape):
+            return ()
+        try:
+            return empty_pack_type(self.shape_of(decl, dtype, 0))
+        except Diagnostic:
+            return ()
 
     def what(self, decl: ast.ParamDecl) -> str:
         """A declaration as limit diagnostics name it: `'y' of 'conv'`."""

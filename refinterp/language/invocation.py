@@ -54,7 +54,9 @@ TensorArg = TensorInfo  # an actual input of an invocation
 def describe_type(info: "TensorInfo | tuple") -> str:
     """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~` (`~|10` with its upper
     bound, §2.6), a shape derived from the composition as `real[?]`, a pack as
-    `[real[2], real[3]]`."""
+    `[real[2], real[3]]`, a pack of zero items of a known type as `real[2]..(0)`."""
+    if isinstance(info, EmptyPackType):
+        return f"{describe_type(info.item)}..(0)"
     if isinstance(info, tuple):
         return "[" + ", ".join(describe_type(i) for i in info) + "]"
     bounds = (*info.bounds, *(None,) * (len(info.shape or ()) - len(info.bounds)))
@@ -120,8 +122,66 @@ def entries(definition: ast.OperatorDef, kind: str) -> tuple:
     return block.entries if block else ()
 
 
+class EmptyPack(list):
+    """A pack of zero tensors that knows the type and shape its items would have (spec
+    §2.10.1: a loop may run zero iterations; docs/semantics.md "Empty packs"): the scanned
+    outputs of a loop that ran none, a declared pack output of zero items. Everywhere packs are
+    lists it is the empty list; `tensor_info` gives its `EmptyPackType`, from which an
+    invocation binds the items' type and shape (§2.6) as from items, with a length of 0.
+    Never mutated (packs are shared between names)."""
+
+    def __init__(self, item: TensorInfo) -> None:
+        super().__init__()
+        self.item = item
+
+    def __repr__(self) -> str:
+        return f"EmptyPack({self.item})"
+
+
+class EmptyPackType(tuple):
+    """The type of an `EmptyPack`: the empty tuple (a pack of no TensorInfo), plus `item`, the
+    TensorInfo its items would have (every extent known)."""
+
+    item: TensorInfo
+
+    def __new__(cls, item: TensorInfo) -> "EmptyPackType":
+        self = super().__new__(cls)
+        self.item = item
+        return self
+
+    def __getnewargs__(self) -> tuple[TensorInfo]:  # type: ignore[override]
+        return (self.item,)
+
+
+def item_type(pack: Any) -> TensorInfo | None:
+    """The item type an empty pack (an `EmptyPack` value or its `EmptyPackType`) carries; None
+    for any other value, an empty pack of unknown item type included."""
+    return pack.item if isinstance(pack, (EmptyPack, EmptyPackType)) else None
+
+
+def typed_pack(info: TensorInfo | tuple | None, value: Any) -> Any:
+    """`value`, or, where it is an empty pack of unknown item type and `info` (its declared
+    type) is an `EmptyPackType`, an `EmptyPack` of that item type (docs/semantics.md "Empty
+    packs")."""
+    if isinstance(info, EmptyPackType) and isinstance(value, list) and not value and \
+            not isinstance(value, EmptyPack):
+        return EmptyPack(info.item)
+    return value
+
+
+def empty_pack_type(item: TensorInfo | None) -> tuple:
+    """The type of a pack of zero items of type `item`: an `EmptyPackType` where `item` is a
+    tensor type with every extent known, else the plain empty tuple (item type unknown)."""
+    if item is None or item.shape is None or any(e is None for e in item.shape):
+        return ()
+    return EmptyPackType(TensorInfo(item.dtype, tuple(item.shape)))
+
+
 def tensor_info(value: Any) -> TensorInfo | tuple:
-    """The TensorInfo of an array (a tuple of them for a pack)."""
+    """The TensorInfo of an array (a tuple of them for a pack; an `EmptyPackType` for an
+    `EmptyPack`)."""
+    if isinstance(value, EmptyPack):
+        return EmptyPackType(value.item)
     if isinstance(value, list):
         return tuple(tensor_info(v) for v in value)
     return TensorInfo(kind_of(value), tuple(value.shape))

@@ -217,6 +217,9 @@ def lowering_plan(instance: OperatorInstance) -> LoweringPlan:
 def output_kind(instance: OperatorInstance, output: str) -> str:
     """The declared kind ('real', 'int' or 'bool') of an output (of its items, for a pack)."""
     info = instance.outputs[output]
+    if isinstance(info, tuple) and not info:  # a pack of zero items: its declared item type
+        decl = next(d for d in instance.definition.block("output").entries if d.name == output)
+        return instance.dtypes.get(decl.type.name, decl.type.name)
     return (info[0] if isinstance(info, tuple) else info).dtype
 
 

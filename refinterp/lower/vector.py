@@ -150,13 +150,17 @@ class VectorFormula:
         else:
             value = ev.visit(f.value, cond)
         item, target = self.output_target(ev, cond)
-        positions = ev.positions(f.access, cond, target.shape, storing=True)
+        raw = ev.index_values(f.access, cond, storing=True)[0]
+        unguarded = both(box.live, cond)  # the iterations the store's guards may skip
+        positions = ev.resolved(raw, cond, target.shape)
         valid = both(box.live, cond)
         if not anywhere(valid):
             return
         if reads is not None:
             out = stores.output_view(box, target, positions)
             if out is not None and stores.contract(box, out[0], out[1], reads, valid):
+                return
+            if out is None and stores.add_by_taps(box, target, raw, reads, unguarded):
                 return
             if any(read.padded for read in reads):
                 box.live = live

@@ -5,21 +5,27 @@ Positions that are each a constant or a distinct axis ("plain"), or affine in th
 every cell addressed once, give a view of the output: `=` is then a view assignment (a freshly
 computed array covering the whole output simply becomes the output), an update a reduction over
 the axes missing from the output, and `+=` of a product one contraction (`np.tensordot` for two
-matrices or vectors, else `np.einsum` with a cached path). Any other position pattern is a
-scatter in iteration order: `ufunc.at` for updates (unbuffered and ordered), last-write-wins for
-`=` / `:=`.
+matrices or vectors, else `np.einsum` with a cached path). A real `+=` of a product whose
+positions are affine in the axes but address cells more than once (a transposed convolution's
+`|stride * i + dilation * j - offset|`) runs tap by tap (`add_by_taps`): for each value of the
+"tap" axes, one contraction added into a strided slice of the output. Any other position
+pattern is a scatter in iteration order: `ufunc.at` for updates (unbuffered and ordered),
+last-write-wins for `=` / `:=`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from refinterp.core.cache import BoundedCache
 from refinterp.lower.plan import NEUTRAL, UPDATE_OPS, Formula, start_value
-from refinterp.lower.vector_access import Guard, Read, affine, all_finite, plain, selection
+from refinterp.lower.vector_access import (Guard, Mapped, Read, affine, all_finite, plain,
+                                           selection)
 from refinterp.lower.vector_space import Box, Fallback, Mask
 from refinterp.language.values import NULL
 from refinterp.numeric import array_rules as A
@@ -30,6 +36,10 @@ LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # einsum subsc
 # engines.difference's tolerance (not imported: engines imports this module's users)
 REAL_RTOL, REAL_ATOL = 1e-9, 1e-12
 UNIT = 2.0 ** -53  # unit roundoff of float64
+TERMS_PER_CHUNK = 2 ** 20  # terms summed in iteration order at once (add_in_order)
+# below this many iterations per tap value, a scatter in iteration order is cheaper than one
+# contraction per tap (add_by_taps)
+MIN_ITERATIONS_PER_TAP = 256
 UFUNCS = {"+=": np.add, "*=": np.multiply, "&=": np.logical_and, "|=": np.logical_or,
           "<=": np.minimum, ">=": np.maximum}
 
@@ -206,26 +216,36 @@ class Stores:
         self.combine(view, result)
 
     def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
-                     count: int, terms: Any) -> None:
+                     count: int, terms: Any, depth: Any = None, fast_depth: Any = None
+                     ) -> None:
         """view <- view + the sum of `count` terms per cell, as the definition adds them: one
         at a time in iteration order, starting from the current value. `fast` is the sum in
-        another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. Any
-        order's error is at most gamma(count + 1) * (|view| + magnitude), so where twice that
-        fits within half the engines' tolerance the fast sum stands; the other cells (a
-        cancellation, an infinity, a nan) are summed again in order, `terms(cells)` giving
-        the [cells, count] terms of the flat cell indices `cells`."""
+        another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. A sum's
+        error is at most gamma(k) * (|view| + magnitude) where k bounds the roundings on any
+        term's way into the sum (its product, then the additions): `depth` for the
+        definition's order, `fast_depth` for the fast one (per cell or for all; both default
+        to count + 1, which bounds any order of `count` products of two factors). Where the
+        two errors together fit within half the engines' tolerance, the fast sum stands; the
+        other cells (a cancellation, an infinity, a nan) are summed again in order,
+        `terms(cells)` giving the [cells, count] terms of the flat cell indices `cells` (a
+        term that is no term of the cell may be -0.0, which adds nothing to any value), a
+        chunk of cells at a time."""
+        depth = count + 1 if depth is None else depth
+        fast_depth = depth if fast_depth is None else fast_depth
         with np.errstate(all="ignore"):
             new = np.array(view + fast, dtype=np.float64)
             bound = np.abs(view) + magnitude
-            m = (count + 1) * UNIT
-            gamma = m / (1.0 - m) if m < 0.5 else math.inf
-            good = 2.0 * gamma * bound <= 0.5 * (REAL_ATOL + REAL_RTOL * np.abs(new))
+            error = (_gamma(depth) + _gamma(fast_depth)) * bound
+            good = error <= 0.5 * (REAL_ATOL + REAL_RTOL * np.abs(new))
             bad = np.flatnonzero(~np.asarray(good))
             if bad.size:
-                start = np.array(view, dtype=np.float64).reshape(-1)[bad]
-                stack = np.concatenate([start[:, None], np.asarray(terms(bad)).reshape(
-                    bad.size, -1)], axis=1)
-                new.reshape(-1)[bad] = np.add.accumulate(stack, axis=1)[:, -1]
+                starts = np.array(view, dtype=np.float64).reshape(-1)
+                chunk = max(1, TERMS_PER_CHUNK // max(1, count))
+                for first in range(0, bad.size, chunk):
+                    cells = bad[first:first + chunk]
+                    stack = np.concatenate([starts[cells][:, None], np.asarray(
+                        terms(cells)).reshape(cells.size, -1)], axis=1)
+                    new.reshape(-1)[cells] = np.add.accumulate(stack, axis=1)[:, -1]
         view[...] = new
 
     def combine(self, view: np.ndarray, result: Any) -> None:
@@ -314,6 +334,308 @@ class Stores:
 
         self.add_in_order(view, result, magnitude, count, terms)
         return True
+
+    def add_by_taps(self, box: Box, target: np.ndarray, positions: list[Any],
+                    reads: list[Read], valid: Mask) -> bool:
+        """A real `+=` of a product of factors (`reads`) at `positions` (unresolved: guards
+        kept) that are affine in the axes but address cells more than once, as in a
+        transposed convolution `y[|s * i + d * j - p|] += x[i] * w[j]`. One contraction over
+        the axes the output lacks keeps the tap axes (`TapForm`); then, for each value of the
+        taps, its part is added into a strided slice of the output. A guarded position
+        (§2.12: "indices out of the bounds are omitted") keeps only the in-range part of the
+        slice; `valid` holds the iterations not skipped otherwise (the condition, guards in
+        the value). The additions into a cell come in another order than the definition's
+        (BLAS order, then tap by tap), so `add_in_order` sums again in iteration order the
+        cells where that could matter. False (nothing written) if the store is not of that
+        form."""
+        shape, rank = box.shape, len(box.shape)
+        factors = [read.value for read in reads]
+        if self.kind != "real" or rank > len(LETTERS) or not all(
+                isinstance(f, np.ndarray) and f.ndim == rank and kind_of(f) == "real"
+                for f in factors):
+            return False
+        if valid is not None:
+            if not isinstance(valid, np.ndarray) or valid.ndim != rank:
+                return False
+            factors.append(valid.astype(np.float64))  # a skipped iteration adds 0 * term
+        if (valid is not None or any(read.padded for read in reads)) and \
+                not all(all_finite(read.value, read.source) for read in reads):
+            return False  # 0 * inf is nan: a skipped term must be a zero
+        form = TapForm.of(box, positions, target.shape)
+        if form is None or math.prod(shape) < MIN_ITERATIONS_PER_TAP * math.prod(
+                shape[a] for a in form.taps):
+            return False
+        places = [found for values in itertools.product(*(range(shape[a]) for a in form.taps))
+                  if (found := form.place(shape, dict(zip(form.taps, values)))) is not None]
+        if not places:
+            return True  # every iteration's position is guarded out
+        low = [min(p.first(d) for p in places) for d in range(len(form.dims))]
+        high = [max(p.last(d) for p in places) for d in range(len(form.dims))]
+        region = tuple(slice(lo, hi + 1) for lo, hi in zip(low, high))
+        fast = np.full([hi + 1 - lo for lo, hi in zip(low, high)], -0.0)  # -0.0 adds nothing
+        magnitude = np.zeros(fast.shape)
+        hits = form.hits(places, low, fast.shape)  # tap values storing into each cell
+        with np.errstate(all="ignore"):
+            absolute = [np.abs(f) for f in factors]
+            for arrays, into in ((factors, fast), (absolute, magnitude)):
+                by_tap, axes = self.tap_contraction(box, form, arrays)
+                for place in places:
+                    part = by_tap[tuple(
+                        place.taps[a] if a in place.taps else slice(*place.ranges[a])
+                        for a in axes)]
+                    into[place.cells(low)] += part.reshape(
+                        [place.length(a) if a in axes else 1 for a in form.kept])
+        count = math.prod(shape[a] for a in range(rank) if a not in form.kept)
+        summed = count // math.prod(shape[a] for a in form.taps)  # per tap value and cell
+        # roundings on a term's way: the definition's product, then an addition per term of
+        # the cell; here the product, the contraction, the repeat, the taps' partial sums
+        # and the addition to the current value
+        self.add_in_order(target[region], fast, magnitude, count,
+                          lambda cells: form.terms(box, factors, valid is not None, low,
+                                                   fast.shape, cells),
+                          depth=hits * summed + len(reads) - 1,
+                          fast_depth=len(factors) + summed + hits)
+        return True
+
+    @staticmethod
+    def tap_contraction(box: Box, form: TapForm, arrays: list[np.ndarray]
+                        ) -> tuple[np.ndarray, list[int]]:
+        """The sum of the products of `arrays` over the axes neither kept nor taps: an array
+        over the kept axes (dimension order) and then the taps that some array uses, with
+        those axes."""
+        shape = box.shape
+        operands, subscripts = [], []
+        for array in arrays:
+            axes = [a for a in range(len(shape)) if array.shape[a] > 1]
+            operands.append(array.reshape([array.shape[a] for a in axes]))
+            subscripts.append("".join(LETTERS[a] for a in axes))
+        used = {a for a in range(len(shape)) if any(LETTERS[a] in s for s in subscripts)}
+        out = [a for a in form.kept + form.taps if a in used]
+        spec = ",".join(subscripts) + "->" + "".join(LETTERS[a] for a in out)
+        result = _tensordot(spec, operands)
+        if result is None:
+            result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
+        repeat = math.prod(shape[a] for a in range(len(shape)) if a not in used and
+                           a not in form.kept and a not in form.taps)
+        return (result * float(repeat) if repeat != 1 else result), out
+
+
+@dataclass(frozen=True)
+class TapDim:
+    """The position of one output dimension: origin + sum of coefficient * (position along
+    axis a in the box), guarded (`|e|`: outside the extent, the iteration is skipped) or not;
+    `kept` is its one non-tap axis, if any."""
+
+    origin: int
+    coefficients: dict[int, int]
+    guarded: bool
+    extent: int
+    kept: int | None
+
+
+@dataclass(frozen=True)
+class TapPlace:
+    """Where the iterations with the tap axes at the values `taps` store: the range [lo, hi)
+    of each kept axis whose positions are inside the output (all of it unless guarded), and
+    per output dimension the position of the first of them (the dimension's constant where it
+    keeps no axis) and its step (0 where it keeps none)."""
+
+    taps: dict[int, int]
+    ranges: dict[int, tuple[int, int]]
+    starts: list[int]
+    steps: list[int]
+    counts: list[int]
+
+    def length(self, axis: int) -> int:
+        """How many values of the kept `axis` store."""
+        lo, hi = self.ranges[axis]
+        return hi - lo
+
+    def first(self, d: int) -> int:
+        return min(self.starts[d], self.last_position(d))
+
+    def last(self, d: int) -> int:
+        return max(self.starts[d], self.last_position(d))
+
+    def last_position(self, d: int) -> int:
+        return self.starts[d] + self.steps[d] * (self.counts[d] - 1)
+
+    def cells(self, low: list[int]) -> tuple:
+        """The basic index of these cells in a region of the output starting at `low`."""
+        index: list[Any] = []
+        for d, (start, step, count) in enumerate(zip(self.starts, self.steps, self.counts)):
+            if step == 0:
+                index.append(start - low[d])
+            else:
+                stop = start - low[d] + step * count
+                index.append(slice(start - low[d], stop if stop >= 0 else None, step))
+        return tuple(index)
+
+
+@dataclass(frozen=True)
+class TapForm:
+    """Store positions affine in the axes, split into tap axes and kept axes: with the taps
+    fixed, each output dimension's position is a constant or a constant plus a multiple of one
+    kept axis, each kept axis in one dimension, so the cells of one tap value are a strided
+    slice of the output. The taps are the axes used by several dimensions and, in a dimension
+    using several axes (`s * i + d * j`), all but the one of largest extent."""
+
+    dims: tuple[TapDim, ...]
+    taps: tuple[int, ...]
+    kept: tuple[int, ...]  # in dimension order
+
+    @staticmethod
+    def of(box: Box, positions: list[Any], extents: tuple[int, ...]) -> TapForm | None:
+        """The form of `positions` (unresolved, guards kept) over `box`, or None when they
+        are not affine in the axes, use a remapping guard `|e <> lo : hi|`, or go outside
+        the output unguarded (the scatter path reports or skips that)."""
+        if len(positions) != len(extents):
+            return None
+        terms = []
+        for p, extent in zip(positions, extents):
+            guarded = isinstance(p, Guard)
+            if guarded and (p.lower is not None or p.upper is not None):
+                return None
+            value = p.value if guarded else p
+            if isinstance(value, (Mapped, tuple)):
+                return None
+            term = affine(value, box.shape)
+            if term is None:
+                return None
+            origin, coefficients = term
+            if not guarded:  # unguarded: inside the output on every iteration of the box
+                low = origin + sum(min(0, c * (box.shape[a] - 1)) for a, c in coefficients.items())
+                high = origin + sum(max(0, c * (box.shape[a] - 1))
+                                    for a, c in coefficients.items())
+                if low < 0 or high >= extent:
+                    return None
+            terms.append((origin, coefficients, guarded, extent))
+        uses: dict[int, int] = {}
+        for _, coefficients, _, _ in terms:
+            for a in coefficients:
+                uses[a] = uses.get(a, 0) + 1
+        taps = {a for a, n in uses.items() if n > 1}
+        dims = []
+        for origin, coefficients, guarded, extent in terms:
+            axes = [a for a in coefficients if a not in taps]
+            kept = max(axes, key=lambda a: (box.shape[a], a)) if axes else None
+            taps.update(a for a in axes if a != kept)
+            dims.append(TapDim(origin, coefficients, guarded, extent, kept))
+        return TapForm(tuple(dims), tuple(sorted(taps)),
+                       tuple(d.kept for d in dims if d.kept is not None))
+
+    def place(self, shape: tuple[int, ...], taps: dict[int, int]) -> TapPlace | None:
+        """Where the iterations with the tap axes at `taps` store, or None if a guard skips
+        them all."""
+        ranges: dict[int, tuple[int, int]] = {}
+        starts, steps, counts = [], [], []
+        for dim in self.dims:
+            base = dim.origin + sum(c * taps[a] for a, c in dim.coefficients.items()
+                                    if a != dim.kept)
+            if dim.kept is None:
+                if not 0 <= base < dim.extent:
+                    return None  # only a guarded dimension can be outside (`of`)
+                starts.append(base)
+                steps.append(0)
+                counts.append(1)
+                continue
+            a, c = dim.kept, dim.coefficients[dim.kept]
+            lo, hi = 0, shape[a]
+            if dim.guarded:  # keep the x with 0 <= base + c * x <= extent - 1
+                first, last = (-base, dim.extent - 1 - base) if c > 0 else \
+                    (dim.extent - 1 - base, -base)
+                lo, hi = max(lo, -(-first // c)), min(hi, last // c + 1)  # ceil, floor + 1
+            if lo >= hi:
+                return None
+            ranges[a] = (lo, hi)
+            starts.append(base + c * lo)
+            steps.append(c)
+            counts.append(hi - lo)
+        return TapPlace(taps, ranges, starts, steps, counts)
+
+    def hits(self, places: list[TapPlace], low: list[int], region: tuple[int, ...]
+             ) -> np.ndarray:
+        """How many tap values store into each cell of the region of the output of shape
+        `region` starting at `low` (an array broadcasting to it). Where no tap axis is in two
+        dimensions, the places are every combination of one place per dimension, so the
+        count is an outer product of one count per dimension; else it is counted place by
+        place."""
+        owners = [[a for a in dim.coefficients if a in self.taps] for dim in self.dims]
+        if len({a for axes in owners for a in axes}) < sum(len(axes) for axes in owners):
+            hits = np.zeros(region, dtype=np.int64)
+            for place in places:
+                hits[place.cells(low)] += 1
+            return hits
+        hits = np.ones([1] * len(region), dtype=np.int64)
+        for d, axes in enumerate(owners):
+            counts = np.zeros(region[d], dtype=np.int64)
+            distinct = {tuple(place.taps[a] for a in axes): place for place in places}
+            for place in distinct.values():
+                counts[place.cells(low)[d]] += 1
+            hits = hits * counts.reshape([-1 if k == d else 1 for k in range(len(region))])
+        return hits
+
+    def terms(self, box: Box, factors: list[np.ndarray], masked: bool, low: list[int],
+              region: tuple[int, ...], cells: np.ndarray) -> np.ndarray:
+        """The terms added into the cells `cells` (flat indices into the region of the output
+        of shape `region` starting at `low`), [cells, count] in iteration order: for each
+        value of the axes the output does not keep, the product of the factors (the last
+        of them the 0/1 mask if `masked`) where that iteration stores into the cell, -0.0
+        (adding nothing) where it does not.
+
+        The order is one for every cell: an iteration's rank in the box (row-major) is
+        sum(stride_a * index_a); in a cell, a kept axis's index is (position - origin -
+        sum(c_t * tap_t)) / c_kept, so the rank is a term of the cell plus a linear form of
+        the other axes' values, which orders them."""
+        shape, rank = box.shape, len(box.shape)
+        others = [a for a in range(rank) if a not in self.kept]
+        strides = [math.prod(shape[a + 1:]) for a in range(rank)]
+        scale = math.prod(abs(d.coefficients[d.kept]) for d in self.dims if d.kept is not None)
+        key = {a: strides[a] * scale for a in others}  # rank * scale, less the cell's term
+        for dim in self.dims:
+            if dim.kept is not None:
+                for a, c in dim.coefficients.items():
+                    if a != dim.kept:
+                        key[a] -= strides[dim.kept] * c * scale // dim.coefficients[dim.kept]
+        if sum(abs(key[a]) * (shape[a] - 1) for a in others) >= 2 ** 62:
+            raise Fallback("an iteration order too large to compute in int64")
+        grid = np.indices([shape[a] for a in others]).reshape(len(others), -1)
+        order = np.argsort(sum((key[a] * grid[k] for k, a in enumerate(others)),
+                               np.zeros(grid.shape[1:], dtype=np.int64)), kind="stable")
+        index: list[Any] = [0] * rank
+        for k, a in enumerate(others):
+            index[a] = grid[k][order][None, :]
+        coords = np.unravel_index(cells, region)
+        stores = np.ones((1, 1), dtype=bool)
+        for d, dim in enumerate(self.dims):
+            rest = (coords[d] + low[d])[:, None] - dim.origin
+            for a, c in dim.coefficients.items():
+                if a != dim.kept:
+                    rest = rest - c * index[a]
+            if dim.kept is None:
+                stores = stores & (rest == 0)
+                continue
+            x, remainder = np.divmod(rest, dim.coefficients[dim.kept])
+            stores = stores & (remainder == 0) & (x >= 0) & (x < shape[dim.kept])
+            index[dim.kept] = np.clip(x, 0, shape[dim.kept] - 1)
+        product = None
+        for f, array in enumerate(factors):
+            picked = array[tuple(index[a] if array.shape[a] > 1 else 0 for a in range(rank))]
+            if masked and f == len(factors) - 1:
+                stores = stores & (picked != 0)
+            else:
+                product = picked if product is None else product * picked
+        full = (len(cells), grid.shape[1])
+        return np.where(np.broadcast_to(stores, full), np.broadcast_to(product, full), -0.0)
+
+
+def _gamma(k: Any) -> Any:
+    """gamma(k) = k u / (1 - k u), u the unit roundoff: the relative error bound of k
+    roundings (Higham, Accuracy and Stability of Numerical Algorithms, §3.1); infinite where
+    k u >= 1/2. `k` is an int or an int array."""
+    m = np.asarray(k, dtype=np.float64) * UNIT
+    with np.errstate(divide="ignore"):
+        return np.where(m < 0.5, m / (1.0 - m), np.inf)
 
 
 def _arrange(box: Box, array: Any, axes: list[int]) -> np.ndarray:

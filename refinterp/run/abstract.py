@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from refinterp.language.instance import TensorInfo
-from refinterp.numeric.representation import AbstractTensor
+from refinterp.language.invocation import EmptyPack, typed_pack
+from refinterp.numeric.representation import AbstractTensor, kind_of
 
 
 class Undetermined(Exception):
@@ -27,10 +30,22 @@ def abstract_tensor(info: TensorInfo | tuple, what: str = "", span: Any = None) 
     """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
     fully known (derived from the composition, or a dynamic extent) stops a check."""
     if isinstance(info, tuple):
-        return [abstract_tensor(i, what, span) for i in info]
+        return typed_pack(info, [abstract_tensor(i, what, span) for i in info])
     if info.shape is None or any(e is None for e in info.shape):
         raise Undetermined(f"the shape of {what or 'a tensor'} depends on tensor values", span)
     return AbstractTensor(info.dtype, tuple(info.shape))
+
+
+def abstract_value(value: Any) -> Any:
+    """A tensor value as the abstract executor holds it: an array as its AbstractTensor, a pack
+    item by item (an `EmptyPack` keeps its item type); null and abstract tensors as they are."""
+    if isinstance(value, EmptyPack):
+        return value
+    if isinstance(value, list):
+        return [abstract_value(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return AbstractTensor(kind_of(value), tuple(value.shape))
+    return value
 
 
 class DeclaredVariables:

@@ -31,7 +31,7 @@ from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
                                          describe_type, instantiate)
 from refinterp.language.inputs import LengthError, declared_dims
-from refinterp.language.invocation import tensor_info
+from refinterp.language.invocation import EmptyPack, item_type, tensor_info, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.scalar import constant_array
@@ -41,7 +41,8 @@ from refinterp.language.modules import (LoadedModule, Program, bundled_definitio
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import nodes, walk
-from refinterp.run.abstract import DeclaredVariables, Undetermined, abstract_tensor
+from refinterp.run.abstract import (DeclaredVariables, Undetermined, abstract_tensor,
+                                    abstract_value)
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import Limits
 from refinterp.run.locate import declaration_span, relocate
@@ -121,6 +122,9 @@ class Executor:
             if intrinsic is None:
                 return self.run_bundled(definition, module, invocation, inputs, path)
             outputs = intrinsic(instance, inputs)
+        # a pack output of zero items has its declared item type (docs/semantics.md "Empty packs")
+        outputs = {name: typed_pack(instance.outputs.get(name), value)
+                   for name, value in outputs.items()}
         self.jagged.mark(instance.outputs, outputs)
         return outputs
 
@@ -173,7 +177,8 @@ class Executor:
 
     def constant(self, info: TensorInfo | tuple, value: Any) -> Any:
         """A @constant (or an input's default) as an array, or abstract when checking."""
-        return abstract_tensor(info) if self.abstract else constant_array(info, value)
+        return abstract_tensor(info) if self.abstract else \
+            typed_pack(info, constant_array(info, value))
 
     # ------------------------------------------------------------------ variables
 
@@ -194,8 +199,9 @@ class Executor:
             info = instance.variables[decl.name]
             scoped = ".".join((*path, decl.name))
             if isinstance(info, tuple):
-                values[decl.name] = [self.params.load(f"{scoped}.{i}", item, decl.span)
-                                     for i, item in enumerate(info)]
+                values[decl.name] = typed_pack(info, [
+                    self.params.load(f"{scoped}.{i}", item, decl.span)
+                    for i, item in enumerate(info)])
             else:
                 values[decl.name] = self.params.load(scoped, info, decl.span)
         return values
@@ -230,6 +236,8 @@ class Executor:
         actual = tensor_info(value)
         declared_items = declared if isinstance(declared, tuple) else (declared,)
         actual_items = actual if isinstance(actual, tuple) else (actual,)
+        if item_type(declared) is not None and item_type(actual) is not None:
+            declared_items, actual_items = (item_type(declared),), (item_type(actual),)
         mismatch = len(declared_items) != len(actual_items) or any(
             d.dtype != a.dtype or (d.shape is not None and any(
                 e is not None and e != f for e, f in zip(d.shape, a.shape)))
@@ -348,6 +356,8 @@ class Executor:
         dtype = scope.instance.dtypes.get(spec.name, spec.name)
         env = scope.environment(self.profile)
         items = value if isinstance(value, list) else [value]
+        if item_type(value) is not None:  # a pack of zero items: its item type
+            items = [abstract_tensor(item_type(value))]
         for item in items:
             if item is NULL:
                 continue
@@ -406,7 +416,7 @@ class Executor:
         `..(i -> n)` (compile-time or a rank-0 int tensor), and `while` conditions before or
         after the body. The loop stops at the first of: count reached, scans exhausted,
         condition false. The body's first results update the carried values, the rest are
-        packed into scan outputs. `unroll` computes the same values. Every iteration's body
+        packed into scan outputs (after zero iterations, typed empty packs: `empty_scans`). `unroll` computes the same values. Every iteration's body
         invocation has the same scoped name (`path`), so it shares its variables."""
         inner = scope.child()
         carried = [c.name for c in node.carried]
@@ -459,8 +469,39 @@ class Executor:
                     not self.condition(node.post_condition, inner):
                 break
         scanned = [list(column) for column in zip(*outputs)] if outputs else \
-            [[] for _ in range(max(0, expected - len(carried)))]
+            self.empty_scans(node, inner, scans, len(carried), expected, path)
         return [inner.tensors[name] for name in carried] + scanned
+
+    def empty_scans(self, node: ast.LoopExpr, inner: Scope, scans: list[tuple[str, list]],
+                    carried: int, expected: int, path: ScopePath | None) -> list[list]:
+        """The scanned outputs of a loop that ran no iteration (§2.10.1: a count, a scan or a
+        condition may allow none; docs/semantics.md "Empty packs"): packs of zero items, typed
+        by the results the body gives when run once on abstract tensors (the executor's
+        checking mode) — the carried values as they are, each scan's first item (or the item
+        type of an empty scan), the loop index a rank-0 int. Where that is impossible (an
+        empty scan of unknown item type; a body that needs tensor values, or that fails: it
+        never runs, so it reports nothing) they are empty packs of unknown item type."""
+        untyped: list[list] = [[] for _ in range(max(0, expected - carried))]
+        body = inner.child()
+        body.tensors = {name: abstract_value(value) for name, value in body.tensors.items()}
+        for name, pack in scans:
+            item = item_type(pack)
+            if not pack and item is None:
+                return untyped
+            body.tensors[name] = abstract_value(pack[0]) if pack else abstract_tensor(item)
+        if node.count is not None and node.count.index is not None:
+            body.tensors[node.count.index] = AbstractTensor("int", ())
+        checker = self
+        if not self.abstract:
+            checker = Executor(self.program, self.profile, engine=self.engine, abstract=True,
+                               limits=self.limits)
+            checker.depth = self.depth
+        try:
+            results = checker.rhs(node.body, body, carried, path)
+        except (Diagnostic, Undetermined):
+            return untyped
+        return [EmptyPack(tensor_info(result)) if isinstance(result, AbstractTensor) else []
+                for result in results[carried:]]
 
     def carried_init(self, item: ast.Carried, scope: Scope) -> Any:
         value = self.tensor(item.init, scope)
@@ -549,12 +590,16 @@ class Executor:
         if isinstance(node, ast.ListExpr) and all(not isinstance(i, ast.Range)
                                                    for i in node.items):
             items: list[Any] = []
+            expanded = set()  # the item types of the expanded packs of zero items
             for item in node.items:
                 if isinstance(item, ast.Expand):
                     value = self.tensor(item.operand, scope)
                     items.extend(value if isinstance(value, list) else [value])
+                    expanded.add(item_type(value))
                 else:
                     items.append(self.tensor(item, scope))
+            if not items and len(expanded) == 1 and None not in expanded:
+                return EmptyPack(expanded.pop())  # `[xs..]` of typed empty packs keeps the type
             return items
         if isinstance(node, ast.Select):
             if self.mentions_tensor(node.cond, scope):
@@ -619,7 +664,8 @@ class Executor:
         if positions is NULL:
             return NULL
         if isinstance(positions, tuple):
-            return [pack[k] for k in positions]
+            items = [pack[k] for k in positions]
+            return items if items or not isinstance(pack, EmptyPack) else pack
         return pack[positions]
 
     # ------------------------------------------------------------------ invocations
