@@ -249,17 +249,35 @@ def _read_npy(stream: BinaryIO, size: int, what: str, path: Path, member: str | 
     check_tensor_size(kind_of(dtype), shape, limit, f"{what} '{path}'" + (
         f" member '{member}'" if member is not None else ""))
     try:
-        data = stream.read()  # to the end: a zip member's CRC-32 is checked there
-    except Exception as exc:  # _READ_ERRORS, encryption, ...
-        raise _damaged(what, path, member, exc) from None
-    try:
-        flat = np.frombuffer(data, dtype=dtype, count=count)
-        array = flat.reshape(shape, order="F" if fortran else "C")
+        flat = np.empty(count, dtype=dtype)
     except Exception as exc:
         raise _fail_array(what, path, member, f"is damaged ({_reason(exc)})") from None
-    if keep_dtype:
-        return array.astype(array.dtype.newbyteorder("="))  # native order, writable
+    try:
+        _read_into(stream, flat)
+    except Exception as exc:  # _READ_ERRORS, encryption, ...
+        raise _damaged(what, path, member, exc) from None
+    array = flat.reshape(shape, order="F" if fortran else "C")
+    if keep_dtype:  # native order (a copy only if the file's order is not)
+        return array.astype(array.dtype.newbyteorder("="), copy=False)
     return _to_canonical(array, what, path, member)
+
+
+_CHUNK = 1 << 20  # bytes read at a time into an array: the source of each copy stays in cache
+
+
+def _read_into(stream: BinaryIO, flat: np.ndarray) -> None:
+    """Fill `flat` (a fresh array) with the next bytes of `stream`, then read the stream to
+    its end (a zip member's CRC-32 is checked there). The data is read into the array itself,
+    chunk by chunk, rather than into one bytes object that is then copied (parameters of
+    hundreds of megabytes: docs/architecture.md, "Whole models")."""
+    buffer = memoryview(flat.view(np.uint8)) if flat.size else memoryview(b"")
+    filled = 0
+    while filled < len(buffer):
+        got = stream.readinto(buffer[filled:filled + _CHUNK])
+        if not got:
+            raise EOFError("the data ends early")
+        filled += got
+    stream.read()  # to the end: a zip member's CRC-32 is checked there
 
 
 def _check_dtype(dtype: np.dtype, what: str, path: Path, member: str | None) -> None:

@@ -303,6 +303,9 @@ def test_cli_build_verify_show(tmp_path: Path, capsys) -> None:
     assert "built 2 case(s)" in capsys.readouterr().out
     assert main(["golden", "verify", str(suite)]) == 0
     assert "2 sound, 0 with problems" in capsys.readouterr().out
+    assert main(["golden", "verify", str(suite), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["checked"] == 2 and report["cases_per_second"] > 0
     assert main(["golden", "show", str(suite / "math.div" / "int_rounding")]) == 0
     assert "== case.json" in capsys.readouterr().out
     (suite / "math.div" / "int_rounding" / "inputs.npz").write_bytes(b"broken")

@@ -9,6 +9,8 @@ Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line mi
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 from typing import Sequence
 
@@ -21,8 +23,23 @@ from refinterp.core.diagnostics import Diagnostic
 __all__ = ["main", "build_parser", "progress_line"]
 
 
+_SKIPPING_FINAL_COLLECTION: list[bool] = []
+
+
+def _skip_final_collection() -> None:
+    """Let the process end without Python's final garbage collection (docs/architecture.md
+    "Start-up"): a full pass over every object numpy, refinterp and the parsed modules made,
+    a sixth of a one-op `eval`, which frees nothing the ending process would not. Registered
+    with atexit, so it acts only when the process ends (an in-process caller of `main` keeps
+    its collector meanwhile), after every exit handler and `finally` has run."""
+    if not _SKIPPING_FINAL_COLLECTION:
+        _SKIPPING_FINAL_COLLECTION.append(True)
+        atexit.register(gc.disable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `refinterp` console script."""
+    _skip_final_collection()
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
     parser = build_parser()

@@ -67,11 +67,18 @@ def _build(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         out.data({"suite": args.output, "cases": [{"id": i, "path": p, "sha256": h}
                                                   for i, p, h in written],
-                  "seconds": round(seconds, 3)})
+                  "seconds": round(seconds, 3),
+                  "cases_per_second": round(len(written) / seconds, 1) if seconds else None})
         return EXIT_OK
     out.result(f"built {len(written)} case(s) from {len(specs)} table entr"
-               f"{'y' if len(specs) == 1 else 'ies'} into {args.output} in {seconds:.1f} s")
+               f"{'y' if len(specs) == 1 else 'ies'} into {args.output} in {seconds:.1f} s"
+               f"{_rate(len(written), seconds)}")
     return EXIT_OK
+
+
+def _rate(cases: int, seconds: float) -> str:
+    """` (N cases/s)` for a summary line; nothing for an instant run."""
+    return f" ({cases / seconds:.0f} cases/s)" if seconds > 0 and cases else ""
 
 
 def _verify(args: argparse.Namespace, out: Output) -> int:
@@ -89,13 +96,15 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         out.data({"suite": args.suite, "checked": len(reports), "failed": len(bad),
                   "cases": [{"id": r.id, "path": r.path, "problems": r.problems}
-                            for r in bad], "seconds": round(seconds, 3)})
+                            for r in bad], "seconds": round(seconds, 3),
+                  "cases_per_second": round(len(reports) / seconds, 1) if seconds else None})
     else:
         for report in bad:
             for problem in report.problems:
                 out.diagnostic(Diagnostic(f"{report.id} ({report.path}): {problem}",
                                           code="E1102"))
-        out.result(f"verified {len(reports)} case(s) in {seconds:.1f} s: "
+        out.result(f"verified {len(reports)} case(s) in {seconds:.1f} s"
+                   f"{_rate(len(reports), seconds)}: "
                    f"{len(reports) - len(bad)} sound, {len(bad)} with problems")
     return EXIT_DIAGNOSTIC if bad else EXIT_OK
 

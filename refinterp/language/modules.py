@@ -10,10 +10,15 @@ it is imported; an import cycle or a missing module is a diagnostic that says wh
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from refinterp.core.cache import BoundedCache
+import refinterp
+from refinterp.core import source as source_module
+from refinterp.core.cache import BoundedCache, DiskCache
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
 from refinterp.core.source import SourceFile
 from refinterp.syntax import ast
@@ -81,17 +86,64 @@ def read_source(path: Path) -> SourceFile:
 # the 256 most recently loaded files (the stdlib has 8 modules; a test session a few hundred)
 _PARSED: BoundedCache[tuple[SourceFile, ParseResult]] = BoundedCache(256)
 
+# Bump when the way parse results are stored changes without any file of the fingerprint
+# changing.
+PARSE_CACHE_FORMAT = 1
 
-def _parsed(path: Path) -> tuple[SourceFile, ParseResult]:
+
+def _parse_fingerprint() -> str | None:
+    """What a stored parse result depends on besides its text: the cache format, refinterp's
+    version, Python's, and the text of every file that parses or defines the stored classes
+    (`refinterp.syntax`, `refinterp.core.source`), so an edited parser never reads an entry an
+    older one wrote, whatever the version number says. None if those files cannot be read."""
+    digest = hashlib.sha256(f"{PARSE_CACHE_FORMAT} {refinterp.__version__} "
+                            f"{sys.version_info[:2]}".encode())
+    syntax_dir = Path(ast.__file__).parent
+    files = [*sorted(syntax_dir.glob("*.py")), Path(source_module.__file__)]
+    try:
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest() if len(files) > 1 else None
+
+
+@functools.cache
+def parse_disk_cache() -> DiskCache | None:
+    """The disk cache of parsed library modules (docs/architecture.md "Start-up"), made on
+    first use (its fingerprint reads the syntax sources); None without a fingerprint."""
+    fingerprint = _parse_fingerprint()
+    return None if fingerprint is None else DiskCache("parsed", fingerprint, frozenset(
+        {"refinterp.syntax.ast", "refinterp.syntax.parser", "refinterp.core.source"}))
+
+
+def _parse_stored(source: SourceFile) -> ParseResult:
+    """Parse `source`, or read the result a previous process stored for the same text. Only
+    results without warnings are stored (a warning is a Diagnostic, an exception: not worth
+    trusting to pickle); the tree's spans point to `source` either way."""
+    cache = parse_disk_cache()
+    if cache is None:
+        return parse_module(source)
+    shared = {"source": source}
+    stored = cache.load(source.text, shared)
+    if isinstance(stored, ParseResult) and isinstance(stored.module, ast.Module):
+        return stored
+    result = parse_module(source)
+    if not result.warnings:
+        cache.store(source.text, result, shared)
+    return result
+
+
+def _parsed(path: Path, library: bool = False) -> tuple[SourceFile, ParseResult]:
     """A file's source and parse result, parsed once per process while its text is unchanged:
     syntax trees are immutable, so loaders share them. The key keeps the path as written, which
-    diagnostics print."""
+    diagnostics print. A library module's parse is also kept on disk between processes."""
     source = read_source(path)
     key = (str(path), path.resolve())
     cached = _PARSED.get(key)
     if cached is not None and cached[0].text == source.text:
         return cached
-    result = parse_module(source)
+    result = _parse_stored(source) if library else parse_module(source)
     _PARSED.put(key, (source, result))
     return source, result
 
@@ -138,7 +190,7 @@ class Loader:
         cached = self._by_path.get(key)
         if cached is not None:
             return cached
-        source, result = _parsed(path)
+        source, result = _parsed(path, library=key.is_relative_to(self.stdlib.resolve()))
         return self._load_parsed(path, source, name, stack, order, result)
 
     def _load_parsed(self, path: Path, source: SourceFile, name: str, stack: list[Path],

@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.language.invocation import OperatorInstance
-from refinterp.lower.plan import Formula, derived, lowering_plan, output_kind
+from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.lower.plan import (Formula, allocation_shape, derived, lowering_plan,
+                                  output_kind)
 from refinterp.lower.scalar import allocate_outputs, lowered_outputs, lowering_arrays, run_formula
 from refinterp.lower.vector_access import Inputs, Read
 from refinterp.lower.vector_eval import BoxEvaluator, Scope, truth
@@ -41,6 +42,8 @@ from refinterp.lower.vector_space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP
 from refinterp.lower.vector_store import Stores
 from refinterp.numeric import array_rules as A
 from refinterp.numeric import rules
+from refinterp.numeric.representation import NUMPY_DTYPES
+from refinterp.syntax import ast
 
 __all__ = ["DEFAULT_MAX_MEMORY", "Fallback", "FormulaReport", "VectorFormula", "run_vector"]
 
@@ -64,21 +67,64 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
     plan = lowering_plan(instance)
     facts = derived(instance, "vector facts",
                     lambda: tuple(FormulaFacts(f) for f in plan.formulas))
-    outputs = allocate_outputs(instance, plan)
+    fresh = derived(instance, "vector fresh outputs", lambda: fresh_outputs(instance, facts))
+    if fresh and len(fresh) == len(instance.outputs):
+        outputs = {name: np.empty(shape, dtype=dtype) for name, (_, shape, dtype)
+                   in fresh.items()}
+    else:
+        fresh = {}
+        outputs = allocate_outputs(instance, plan)
+    first_writers = {first for first, _, _ in fresh.values()}
     arrays = lowering_arrays(instance, inputs, outputs)
-    for formula, known in zip(plan.formulas, facts):
-        runner = VectorFormula(instance, known, arrays, profile, max_memory)
+    for number, (formula, known) in enumerate(zip(plan.formulas, facts)):
+        runner = VectorFormula(instance, known, arrays, profile, max_memory,
+                               fresh=number in first_writers)
         try:
             runner.run()
             report = FormulaReport(formula, "vector")
         except (Fallback, A.Deferred) as why:  # Deferred: a value with no array form
             if runner.saved is not None:  # some boxes were written before the fallback
                 _restore(arrays[formula.output], runner.saved)
+            runner.initialise()
             run_formula(instance, formula, arrays, profile)
             report = FormulaReport(formula, "scalar", why.reason)
+        runner.initialise()  # a fresh output the formula did not write entirely
         if reports is not None:
             reports.append(report)
     return lowered_outputs(instance, plan, arrays)  # a formula may adopt a new array
+
+
+def fresh_outputs(instance: OperatorInstance, facts: tuple[FormulaFacts, ...]
+                  ) -> dict[str, tuple[int, tuple[int, ...], Any]]:
+    """The outputs that need no zeros before the formulas run: output name -> (the number of
+    the formula that first names it, its shape, its dtype). That formula assigns it (`=`, no
+    condition, not a pack item, not reading its output) and no formula before it names it, so
+    nothing reads the output before that formula stores; the output is allocated with
+    `np.empty`, and `Stores` fills it with the zeros `allocate_outputs` would have given before
+    any store that does not assign every cell (or adopt a new array), as does `run_vector`
+    before a fallback and after a formula that stored nothing. The common `y[i..] = f(x[i..])`
+    then never writes its output twice (zeros, then values): for large outputs, the zeros cost
+    a pass over memory."""
+    plan = lowering_plan(instance)
+    found: dict[str, tuple[int, tuple[int, ...], Any]] = {}
+    named: set[str] = set()
+    for number, known in enumerate(facts):
+        formula = known.formula
+        output = formula.output
+        info = instance.outputs.get(output)
+        if output not in named and isinstance(info, TensorInfo) and formula.op == "=" and \
+                formula.item is None and formula.condition is None and \
+                formula.counted is None and not known.reads_output and \
+                plan.implicit_start.get(output, 0) == 0:
+            shape = allocation_shape(plan, output, info)
+            dtype = NUMPY_DTYPES.get(info.dtype)
+            if shape is not None and all(isinstance(e, int) for e in shape) and \
+                    dtype is not None:
+                found[output] = (number, shape, dtype)
+        named.add(output)
+        named.update(*(known.shape.free_names(part) for part in known.shape.parts
+                       if isinstance(part, ast.Node)))
+    return found
 
 
 def _restore(target: Any, saved: Any) -> None:
@@ -93,16 +139,27 @@ class VectorFormula:
     """Runs one formula over its iteration space, box by box.
 
     `saved` is a copy of the output taken before the first of several boxes writes: when a
-    later box falls back, `run_vector` restores it before the scalar engine runs the formula."""
+    later box falls back, `run_vector` restores it before the scalar engine runs the formula.
+    `fresh`: the output was allocated without its zeros (`fresh_outputs`)."""
 
     def __init__(self, instance: OperatorInstance, facts: FormulaFacts, arrays: dict[str, Any],
-                 profile: rules.Profile, max_memory: int) -> None:
+                 profile: rules.Profile, max_memory: int, fresh: bool = False) -> None:
         self.facts, self.formula, self.arrays = facts, facts.formula, arrays
         self.max_memory = max_memory
         self.kind = output_kind(instance, self.formula.output)
         self.scope = Scope(instance, arrays, profile, facts, Inputs())
         self.profile = profile
         self.saved: Any = None
+        self.stores: Stores | None = None
+        self.fresh = fresh
+
+    def initialise(self) -> None:
+        """Give a fresh output its zeros, unless a store has already written every cell."""
+        if self.stores is not None:
+            self.fresh = self.fresh and self.stores.fresh
+        if self.fresh:
+            self.arrays[self.formula.output].fill(0)
+            self.fresh = False
 
     def run(self) -> None:
         facts, formula = self.facts, self.formula
@@ -115,9 +172,12 @@ class VectorFormula:
             if steps and total // steps < MIN_CELLS_PER_STEP:
                 raise Fallback("too few output cells per sequential step")
         boxes = plan_boxes(facts, self.arrays, scalar, self.max_memory)
+        if len(boxes.spans) > 1:
+            self.initialise()  # the copy below must be of the zeros
         stores = Stores(formula, self.kind, self.profile, self.arrays, facts.reads_output,
                         check_rewrites=boxes.reordered and formula.op in
-                        ("=", ":=") and not facts.reads_output)
+                        ("=", ":=") and not facts.reads_output, fresh=self.fresh)
+        self.stores = stores
         if any(axis.size == 0 for axis in facts.axes):
             return
         if len(boxes.spans) > 1:  # a single box writes only once every check has passed

@@ -52,9 +52,13 @@ class Stores:
     result depend on the box order, so the formula falls back."""
 
     def __init__(self, formula: Formula, kind: str, profile: rules.Profile,
-                 arrays: dict[str, Any], reads_output: bool, check_rewrites: bool) -> None:
+                 arrays: dict[str, Any], reads_output: bool, check_rewrites: bool,
+                 fresh: bool = False) -> None:
         self.formula, self.op, self.kind, self.profile = formula, formula.op, kind, profile
         self.arrays, self.reads_output = arrays, reads_output
+        # the output was allocated without its zeros (vector.fresh_outputs): they are
+        # written before the first store that does not assign every cell
+        self.fresh = fresh
         # pack item index (None: the output itself) -> its cells written so far
         self.written: dict[int | None, np.ndarray] | None = {} if check_rewrites else None
 
@@ -112,12 +116,18 @@ class Stores:
         if out is not None and op in ("=", ":=") and not reduced and self.written is None:
             view, kept, is_slice = out
             if is_slice and self.adopt(box, target, kept, value, valid):
+                self.fresh = False
                 return
             new = _arrange(box, value, kept)
+            if valid is not None or view.size != target.size:  # not every cell assigned
+                self.initialise(target)
             if valid is not None:
                 new = np.where(_arrange(box, valid, kept), new, view)
             view[...] = new
-        elif self.reads_output:
+            self.fresh = False
+            return
+        self.initialise(target)
+        if self.reads_output:
             raise Fallback("the output position is not plain in the kept axes")
         elif op in ("=", ":="):
             self.scatter_last(box, target, item, positions, value, valid)
@@ -125,6 +135,12 @@ class Stores:
             self.reduce(box, out[0], kept, reduced, value, valid)
         else:
             self.scatter_update(box, target, positions, value, valid)
+
+    def initialise(self, target: np.ndarray) -> None:
+        """The zeros of a fresh output, before a store that does not assign every cell."""
+        if self.fresh:
+            target.fill(0)
+            self.fresh = False
 
     def adopt(self, box: Box, target: np.ndarray, kept: list[int], value: np.ndarray,
               valid: Mask) -> bool:
@@ -192,8 +208,12 @@ class Stores:
             if op == "+=" and self.kind == "real":
                 count = laid.shape[-1]
                 flat_terms = laid.reshape(-1, count)
-                self.add_in_order(view, laid.sum(axis=-1), np.abs(laid).sum(axis=-1), count,
-                                  lambda cells: flat_terms[cells])
+                # the magnitude sum(|t|) bounded by Cauchy-Schwarz from the same sum of squares
+                # as one pass without a temporary; cells it does not settle get the exact one
+                squares = np.einsum("...k,...k->...", laid, laid)
+                bound = math.sqrt(count) * _upper_norm(squares, count)
+                self.add_in_order(view, laid.sum(axis=-1), bound, count,
+                                  lambda cells: flat_terms[cells], bounded=True)
                 return
             if op == "*=" and self.kind == "real":
                 # a product's order decides where it overflows or underflows: multiply in
@@ -216,8 +236,8 @@ class Stores:
         self.combine(view, result)
 
     def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
-                     count: int, terms: Any, depth: Any = None, fast_depth: Any = None
-                     ) -> None:
+                     count: int, terms: Any, depth: Any = None, fast_depth: Any = None,
+                     bounded: bool = False) -> None:
         """view <- view + the sum of `count` terms per cell, as the definition adds them: one
         at a time in iteration order, starting from the current value. `fast` is the sum in
         another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. A sum's
@@ -229,22 +249,37 @@ class Stores:
         other cells (a cancellation, an infinity, a nan) are summed again in order,
         `terms(cells)` giving the [cells, count] terms of the flat cell indices `cells` (a
         term that is no term of the cell may be -0.0, which adds nothing to any value), a
-        chunk of cells at a time."""
+        chunk of cells at a time.
+
+        `bounded`: `magnitude` is only an upper bound of the terms' magnitude sum, cheaper to
+        compute (`_upper_norm`). A cell whose error fits with it fits with the exact sum too;
+        for the others the exact magnitude is taken from `terms` before deciding, so the cells
+        summed again are exactly those whose error bound with the exact magnitude does not
+        fit: the same contract, the exact magnitude computed only where it matters."""
         depth = count + 1 if depth is None else depth
         fast_depth = depth if fast_depth is None else fast_depth
+        chunk = max(1, TERMS_PER_CHUNK // max(1, count))
         with np.errstate(all="ignore"):
-            new = np.array(view + fast, dtype=np.float64)
-            bound = np.abs(view) + magnitude
-            error = (_gamma(depth) + _gamma(fast_depth)) * bound
-            good = error <= 0.5 * (REAL_ATOL + REAL_RTOL * np.abs(new))
-            bad = np.flatnonzero(~np.asarray(good))
+            new = np.asarray(np.add(view, fast), dtype=np.float64)  # a new array
+            factor = _gamma(depth) + _gamma(fast_depth)
+            allowed = np.abs(new)  # 0.5 * (atol + rtol * |new|), in place: cells may be many
+            allowed *= REAL_RTOL
+            allowed += REAL_ATOL
+            allowed *= 0.5
+            error = (np.abs(view) + magnitude) * factor
+            # not `error > allowed`: a nan error must count as not fitting
+            bad = np.flatnonzero(np.logical_not(error <= allowed))
             if bad.size:
                 starts = np.array(view, dtype=np.float64).reshape(-1)
-                chunk = max(1, TERMS_PER_CHUNK // max(1, count))
+                flat_factor = np.broadcast_to(factor, new.shape).reshape(-1)
                 for first in range(0, bad.size, chunk):
                     cells = bad[first:first + chunk]
-                    stack = np.concatenate([starts[cells][:, None], np.asarray(
-                        terms(cells)).reshape(cells.size, -1)], axis=1)
+                    terms_of = np.asarray(terms(cells)).reshape(cells.size, -1)
+                    if bounded:  # the exact magnitude, where the upper bound did not do
+                        fits = flat_factor[cells] * (np.abs(starts[cells]) + np.abs(
+                            terms_of).sum(axis=1)) <= allowed.reshape(-1)[cells]
+                        cells, terms_of = cells[~fits], terms_of[~fits]
+                    stack = np.concatenate([starts[cells][:, None], terms_of], axis=1)
                     new.reshape(-1)[cells] = np.add.accumulate(stack, axis=1)[:, -1]
         view[...] = new
 
@@ -305,11 +340,16 @@ class Stores:
             self.combine(view, result)
             return True
         with np.errstate(all="ignore"):
-            absolute = [np.abs(o) for o in operands]  # the terms' magnitudes, the same way
-            magnitude = _tensordot(spec, absolute)
+            magnitude = _magnitude_bound(spec, operands, shape, present)
+            bounded = magnitude is not None
             if magnitude is None:
-                magnitude = np.einsum(spec, *absolute, optimize=_einsum_path(spec, absolute))
-            magnitude = magnitude * float(repeat)
+                absolute = [np.abs(o) for o in operands]  # the terms' magnitudes, the same way
+                magnitude = _tensordot(spec, absolute)
+                if magnitude is None:
+                    magnitude = np.einsum(spec, *absolute,
+                                          optimize=_einsum_path(spec, absolute))
+            if repeat != 1:
+                magnitude = magnitude * float(repeat)
         magnitude = np.broadcast_to(
             magnitude.reshape([shape[a] if a in present else 1 for a in kept]), kept_shape)
         rest = [a for a in range(len(shape)) if a not in kept]  # summed, in iteration order
@@ -332,7 +372,7 @@ class Stores:
                 product = picked if product is None else product * picked
             return np.broadcast_to(product, [len(cells)] + [shape[a] for a in rest])
 
-        self.add_in_order(view, result, magnitude, count, terms)
+        self.add_in_order(view, result, magnitude, count, terms, bounded=bounded)
         return True
 
     def add_by_taps(self, box: Box, target: np.ndarray, positions: list[Any],
@@ -638,6 +678,49 @@ def _gamma(k: Any) -> Any:
         return np.where(m < 0.5, m / (1.0 - m), np.inf)
 
 
+def _upper_norm(squares: Any, n: int) -> Any:
+    """An upper bound of the 2-norm of `n` reals from their computed sum of squares
+    `squares`. The terms are non-negative, so the computed sum is low by at most a relative
+    gamma(n) (Higham §3.1), plus what underflowed: a square below 2^-1022 may be off by up to
+    that much, n of them by n * 2^-1022 in all. The square root and at most two products by
+    the caller (sqrt(count) *, * repeat) add a rounding each; raising the result by
+    2 * gamma(n + 4) covers all of them. An overflow or a nan gives inf or nan: no bound,
+    and add_in_order takes the exact magnitude of those cells."""
+    with np.errstate(all="ignore"):
+        return np.sqrt(squares + n * 2.0 ** -1022) * (1.0 + 2.0 * _gamma(n + 4))
+
+
+def _magnitude_bound(spec: str, operands: list[np.ndarray], shape: tuple[int, ...],
+                     present: set[int]) -> np.ndarray | None:
+    """An upper bound of a real contraction's magnitude sum(|product|) per output cell
+    (before `repeat`), cheaper than contracting the operands' absolute values, or None.
+
+    By Cauchy-Schwarz, sum_k |a_k| <= sqrt(n) * ||a||_2 (one operand: a sum over n terms),
+    and sum_k |a_k b_k| <= ||a||_2 ||b||_2 (two matrices or vectors sharing the summed
+    letters, the `_tensordot` case): sums of squares, one pass over each operand without a
+    temporary (`np.einsum` of an operand with itself), where |A| @ |B| would be a second
+    matrix product. The norms come from `_upper_norm`."""
+    inputs, out = spec.split("->")
+    subscripts = inputs.split(",")
+    extent = {LETTERS[a]: shape[a] for a in present}
+    if len(operands) == 1:
+        (sub,), (x,) = subscripts, operands
+        n = math.prod(extent[c] for c in sub if c not in out)
+        squares = np.einsum(f"{sub},{sub}->{out}", x, x)
+        return math.sqrt(n) * _upper_norm(squares, n)
+    if len(operands) != 2 or _tensordot_axes(spec, operands) is None:
+        return None
+    left, right = subscripts
+    shared = [c for c in left if c in right]
+    n = math.prod(extent[c] for c in shared)
+    norms = []
+    for sub, x in zip(subscripts, operands):
+        keep = "".join(c for c in sub if c not in shared)
+        norms.append(_upper_norm(np.einsum(f"{sub},{sub}->{keep}", x, x), n))
+    keeps = ["".join(c for c in sub if c not in shared) for sub in subscripts]
+    return np.einsum(f"{keeps[0]},{keeps[1]}->{out}", *norms)
+
+
 def _arrange(box: Box, array: Any, axes: list[int]) -> np.ndarray:
     """`array` over the box, laid out along `axes` (the other axes have extent 1)."""
     full = np.broadcast_to(A.as_array(array), box.shape)
@@ -663,6 +746,18 @@ def _tensordot(spec: str, operands: list[np.ndarray]) -> np.ndarray | None:
     (one BLAS product), or None when it is not one: a letter shared by both factors and the
     result (a batch axis), a letter repeated within a factor, or one to sum within a single
     factor."""
+    axes = _tensordot_axes(spec, operands)
+    if axes is None:
+        return None
+    result = np.tensordot(operands[0], operands[1], axes=axes[:2])
+    return result.transpose(axes[2])
+
+
+def _tensordot_axes(spec: str, operands: list[np.ndarray]
+                    ) -> tuple[list[int], list[int], list[int]] | None:
+    """For `_tensordot`: the summed axes of each factor and the transpose of the product to
+    the result's order; None when the contraction is not a product of two matrices or
+    vectors."""
     if len(operands) != 2 or any(o.ndim > 2 for o in operands):
         return None  # higher ranks (a convolution's windows): einsum's own path is faster
     inputs, out = spec.split("->")
@@ -672,10 +767,9 @@ def _tensordot(spec: str, operands: list[np.ndarray]) -> np.ndarray | None:
             len(set(right)) != len(right) or \
             any(c not in out for c in left + right if c not in shared):
         return None
-    result = np.tensordot(operands[0], operands[1],
-                          axes=([left.index(c) for c in shared], [right.index(c) for c in shared]))
     order = [c for c in left if c not in shared] + [c for c in right if c not in shared]
-    return result.transpose([order.index(c) for c in out])
+    return ([left.index(c) for c in shared], [right.index(c) for c in shared],
+            [order.index(c) for c in out])
 
 
 _PATHS: BoundedCache[list] = BoundedCache(1024)  # (subscripts, operand shapes) -> path

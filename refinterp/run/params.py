@@ -83,7 +83,7 @@ class ParameterStore:
                  f"{self.folder if self.folder else 'the model folder'}",
                  "or pass --random-params to use random values"])
         self._check(scoped, info, value, origin, span)
-        value = value.astype(DTYPES[info.dtype])
+        value = value.astype(DTYPES[info.dtype], copy=False)  # no copy of a float64/int64/bool
         self.loaded[scoped] = value
         self.read[scoped] = value
         return value

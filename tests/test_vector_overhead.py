@@ -1,0 +1,126 @@
+"""The vector engine's cheaper paths keep the results of the slower ones (issue 21).
+
+- A real contraction or sum bounds its terms' magnitude by Cauchy-Schwarz (sums of squares,
+  `vector_store._magnitude_bound`) and takes the exact magnitude only for the cells that bound
+  leaves open: the bound must never be below the exact magnitude, and the cells summed again
+  in iteration order must still be exactly those that cancel.
+- Outputs whose first formula assigns every cell are allocated without zeros
+  (`vector.fresh_outputs`): a formula that assigns only some cells, stores nothing, or falls
+  back must still leave zeros in the others.
+
+Speed itself is measured by tools/bench_vector.py, never here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from refinterp import api
+from refinterp.lower import vector_store as VS
+
+from .test_vector_engine import Example, check_equal, op, run_both, vectorised
+
+RNG = np.random.default_rng(21)
+
+
+def _exact_magnitude(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(a) @ np.abs(b)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-160, 1e-300, 1e160])
+def test_matrix_bound_is_above_the_exact_magnitude(scale):
+    a = RNG.standard_normal((7, 9)) * scale
+    b = RNG.standard_normal((9, 5))
+    a[0, :] = 0.0
+    a[1, 0] = 5e-324  # a subnormal: its square underflows to zero
+    bound = VS._magnitude_bound("ab,bc->ac", [a, b], (7, 9, 5), {0, 1, 2})
+    assert bound is not None and bound.shape == (7, 5)
+    exact = _exact_magnitude(a, b)
+    finite = np.isfinite(bound)
+    assert (bound[finite] >= exact[finite]).all()
+    if scale == 1e160:  # squares overflow: no bound (inf), those cells get the exact one
+        assert not finite.all()
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-170, 1e-320])
+def test_sum_bound_is_above_the_exact_magnitude(scale):
+    x = RNG.standard_normal((4, 11)) * scale
+    bound = VS._magnitude_bound("ab->a", [x], (4, 11), {0, 1})
+    assert (bound >= np.abs(x).sum(axis=1)).all()
+
+
+def test_no_cheap_bound_for_a_batched_product():
+    a, b = RNG.standard_normal((3, 4, 5)), RNG.standard_normal((3, 5, 6))
+    assert VS._magnitude_bound("abc,acd->abd", [a, b], (3, 4, 5, 6), {0, 1, 2, 3}) is None
+
+
+def _in_order(values, start=0.0):
+    total = start
+    for v in values:
+        total += v
+    return total
+
+
+def test_matmul_cancelling_cells_are_summed_in_order():
+    """Cells that cancel are the definition's sums exactly; the others are within tolerance."""
+    a = RNG.standard_normal((6, 4))
+    b = RNG.standard_normal((4, 5))
+    a[2] = [1e16, 1.0, -1e16, 1.0]
+    b[:, 3] = [1.0, 1.0, 1.0, 1.0]
+    out = vectorised(op("a: real[6, 4]; b: real[4, 5];", "z: real[6, 5];",
+                        "z[i, j] += a[i, k] * b[k, j], i < 6, j < 5, k < 4;"),
+                     {"a": a, "b": b})["z"]
+    assert out[2, 3] == _in_order(a[2] * b[:, 3])  # 1e16 + 1 - 1e16 + 1 = 2.0, not 1.0
+    np.testing.assert_allclose(out, a @ b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector"])
+def test_sum_reduce_rows_that_cancel(engine):
+    x = RNG.standard_normal((5, 300))
+    x[1, :3] = [1e20, 1.0, -1e20]
+    x[3] = 1e-200  # tiny terms, whose squares underflow: within the absolute tolerance
+    out = api.evaluate("math.sum_reduce", inputs={"input": x}, attributes={"axes": [1]},
+                       engine=engine).outputs["output"][:, 0]
+    assert out[1] == _in_order(x[1])  # summed again in order: 1e20 + 1 - 1e20 is 0
+    np.testing.assert_allclose(out, [_in_order(row) for row in x], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ outputs without zeros
+
+
+def test_fresh_output_assigned_in_part_keeps_zeros():
+    """The first formula assigns only the first two cells: the others stay zero."""
+    x = np.arange(1.0, 5.0)
+    out = vectorised(op("x: real[4];", "y: real[6];", "y[i] = x[i], i < 2;"), {"x": x})
+    assert out["y"].tolist() == [1.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_fresh_output_with_a_guard_keeps_zeros():
+    x = np.arange(1.0, 6.0)
+    out = vectorised(op("x: real[5];", "y: real[5];", "y[i] = x[|i - 2|], i < 5;"),
+                     {"x": x})
+    assert out["y"].tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+
+
+def test_fresh_output_of_a_fallback_formula_keeps_zeros():
+    """An int that may leave int64 makes the formula fall back; the scalar engine starts
+    from zeros all the same."""
+    n = np.array([2 ** 62, 1, 3], dtype=np.int64)
+    text = op("n: int[3];", "y: int[4];", "y[i] = n[i] * 2, i < 3 | n[i] < 10;")
+    scalar, vector, _ = run_both(Example(text, {"n": n}))
+    assert scalar["y"].tolist() == vector["y"].tolist() == [0, 2, 6, 0]
+
+
+def test_fresh_output_then_an_update():
+    x = RNG.standard_normal((3, 4))
+    check_equal(Example(op("x: real[3, 4];", "y: real[3];",
+                           "y[i] = 1.0, i < 3;", "y[i] += x[i, j], i < 3, j < 4;"),
+                        {"x": x}))
+
+
+def test_fresh_output_in_small_boxes():
+    """A tiny memory budget cuts the iteration space into boxes: the zeros come first."""
+    x = RNG.standard_normal(64)
+    check_equal(Example(op("x: real[64];", "y: real[80];", "y[i] = x[i] * 2.0, i < 64;"),
+                        {"x": x}), max_memory=200)
