@@ -16,9 +16,11 @@ class SourceFile:
 
     def __post_init__(self) -> None:
         starts = [0]
-        for index, char in enumerate(self.text):
-            if char == "\n":
-                starts.append(index + 1)
+        find, text = self.text.find, self.text
+        index = find("\n")
+        while index >= 0:  # str.find scans in C: a 100 KB module in well under a millisecond
+            starts.append(index + 1)
+            index = find("\n", index + 1)
         object.__setattr__(self, "line_starts", tuple(starts))
 
     @classmethod
