@@ -64,6 +64,15 @@ def lstm_reference(X, W, R, B, h0, c0, steps=None):
     return ys, h_final, c_final
 
 
+def assert_matches_reference(out: dict, arrays: dict, steps=None) -> None:
+    """`out` (Y, hN, cN) equals `lstm_reference` on the same arrays, to 1e-12."""
+    ys, h, c = lstm_reference(*(arrays[k] for k in ("X", "W", "R", "B", "h0", "c0")),
+                              steps=steps)
+    np.testing.assert_allclose(out["Y"], ys, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["hN"], h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["cN"], c, rtol=1e-12, atol=1e-12)
+
+
 @pytest.fixture
 def model(tmp_path: Path) -> Path:
     text = HELPERS + "\n".join(p.read_text() for p in
@@ -90,10 +99,7 @@ def run(model: Path, tmp_path: Path, arrays: dict, *options: str) -> dict:
 def test_static_lstm_matches_numpy(model: Path, tmp_path: Path) -> None:
     arrays = data()
     out = run(model, tmp_path, arrays)
-    ys, h, c = lstm_reference(*(arrays[k] for k in ("X", "W", "R", "B", "h0", "c0")))
-    np.testing.assert_allclose(out["Y"], ys, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["hN"], h, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["cN"], c, rtol=1e-12, atol=1e-12)
+    assert_matches_reference(out, arrays)
 
 
 def test_static_lstm_default_initial_state(model: Path, tmp_path: Path) -> None:
@@ -114,12 +120,8 @@ def test_jagged_lstm_with_equal_counts_runs_the_partial_scan(model: Path,
     arrays = data()
     arrays["steps"] = np.array([2, 2])
     out = run(model, tmp_path, arrays)
-    ys, h, c = lstm_reference(*(arrays[k] for k in ("X", "W", "R", "B", "h0", "c0")),
-                              steps=[2, 2])
     assert out["Y"].shape == (2, 2, 2)
-    np.testing.assert_allclose(out["Y"], ys, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["hN"], h, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["cN"], c, rtol=1e-12, atol=1e-12)
+    assert_matches_reference(out, arrays, steps=[2, 2])
 
 
 def test_jagged_lstm_with_different_counts_cannot_stack(model: Path, tmp_path: Path,
@@ -145,9 +147,5 @@ def test_jagged_lstm_with_different_counts_pads_under_khronos(model: Path, tmp_p
     arrays = data(b=len(counts))
     arrays["steps"] = np.array(counts)
     out = run(model, tmp_path, arrays, "--profile", "khronos")
-    ys, h, c = lstm_reference(*(arrays[k] for k in ("X", "W", "R", "B", "h0", "c0")),
-                              steps=counts)
     assert out["Y"].shape == (max(counts), len(counts), 2)
-    np.testing.assert_allclose(out["Y"], ys, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["hN"], h, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["cN"], c, rtol=1e-12, atol=1e-12)
+    assert_matches_reference(out, arrays, steps=counts)

@@ -370,8 +370,8 @@ def test_counts_repeat_or_drop_an_index():
 
 def test_constant_pack_lookups_match_python_indexing():
     """`p[k]` of an attribute pack: in range (also from the end, `p[i - n]`) it is a constant
-    lookup; out of range, or not provably in range, the tree walk runs (a Python IndexError
-    there, which the generated code does not change)."""
+    lookup; out of range, or not provably in range, the tree walk runs, where an index out of
+    range is E0501 at the index (§2.4) — the same with and without generated code."""
     program = _program("y[i] = p[i] + q[i - n] + q[[i, i] + ..], i < n;", "x: int[n];",
                        "y: real[n];", "p: real..(n); q: real..(m);")
     p, q = [0.5, 1.5, 2.5], [10.0, 20.0, 30.0, 40.0, 50.0]
@@ -383,9 +383,11 @@ def test_constant_pack_lookups_match_python_indexing():
     assert fast[1]["y"].tolist() == [2.5, 0.5, 1.5] and not _generated(fast[2])
     for generated in (True, False):
         with _tree_walk_only() if not generated else _nothing():
-            with pytest.raises(IndexError):
+            with pytest.raises(Diagnostic) as error:
                 api.evaluate(program, inputs={"x": np.array([0, 3])}, attributes={"p": p},
                              engine="scalar")
+            assert error.value.code == "E0501"
+            assert "index 3 is out of range for a pack of length 3" in error.value.message
 
 
 @contextmanager

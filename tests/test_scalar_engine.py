@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower.scalar import run_lowering
@@ -196,3 +197,31 @@ def test_long_attribute_packs_are_typed_alike_and_fast() -> None:
         api.evaluate("quant.zero_point_linear_quantize", inputs={"input": np.ones((1, 2))},
                      attributes={"zero_point": [0.5, 1.5], "scale": [1.0, 1.0], "bits": 8})
     assert "attribute 'zero_point'" in caught.value.message
+
+
+@pytest.mark.parametrize("engine", ["scalar", "vector", "auto"])
+def test_a_pack_index_out_of_range_in_a_formula_is_a_diagnostic(tmp_path, engine):
+    """§2.4: indexing a compile-time pack beyond its length is an error (E0501 at the index),
+    on every engine — it was an internal IndexError; a mask must have the pack's length."""
+    import numpy as np
+    from refinterp.api import run_operator
+    from refinterp.core.diagnostics import Diagnostic
+
+    path = tmp_path / "f.sknd"
+    path.write_text("operator f { @input { x: real[n]; } @output { y: real[n]; }\n"
+                    "  @using { o = [1.0, 2.0]; }\n"
+                    "  @lower { y[i] = x[i] + o[i], i < n; } }\n"
+                    "operator g { @attrib { m: bool..(3) = [true, false, true]; }\n"
+                    "  @input { x: real[n]; } @output { y: real[n]; }\n"
+                    "  @using { o = [1.0, 2.0]; }\n"
+                    "  @lower { y[i] = x[i] + o[m][0], i < n; } }\n")
+    assert run_operator("f", {"x": np.zeros(2)}, file=path, engine=engine)["y"].tolist() == \
+        [1.0, 2.0]
+    with pytest.raises(Diagnostic) as error:
+        run_operator("f", {"x": np.zeros(3)}, file=path, engine=engine)
+    assert error.value.code == "E0501"
+    assert "index 2 is out of range for a pack of length 2" in error.value.message
+    assert error.value.span.line == 3
+    with pytest.raises(Diagnostic) as error:
+        run_operator("g", {"x": np.zeros(2)}, file=path, engine=engine)
+    assert "length 3" in error.value.message and "length 2" in error.value.message

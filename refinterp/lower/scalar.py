@@ -589,15 +589,25 @@ class FormulaRunner(ExprVisitor[Compiled]):
             return slice_
         index = self.visit(item)
 
+        def at(frame: Frame, values: Any, position: int) -> Value:
+            """§2.4: a negative index counts from the end; out of range is an error (E0501)."""
+            if not -len(values) <= position < len(values):
+                raise self.fail(item, f"index {position} is out of range for a pack of length "
+                                      f"{len(values)}", frame)
+            return values[position]
+
         def select(frame: Frame, values: Any) -> Value:
             position = index(frame)
             if position is NULL:
                 return NULL
             if isinstance(position, tuple):
                 if position and isinstance(position[0], bool):
+                    if len(position) != len(values):  # §2.4: "must be the same" length
+                        raise self.fail(item, f"a mask of length {len(position)} indexes a pack "
+                                              f"of length {len(values)}", frame)
                     return tuple(v for v, keep in zip(values, position) if keep)
-                return tuple(values[p] for p in position)
-            return values[position]
+                return tuple(at(frame, values, p) for p in position)
+            return at(frame, values, position)
         return select
 
     def visit_Substitute(self, node: ast.Substitute) -> Compiled:
