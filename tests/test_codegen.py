@@ -282,15 +282,15 @@ def test_the_reported_division_and_guard_fail_alike_through_the_api() -> None:
 # ------------------------------------------------------------------ loop-invariant values
 
 
-def generated_source(text: str, inputs: dict[str, np.ndarray]) -> str:
-    """The kernel source of the first formula of the operator in `text`."""
+def generated_source(text: str, inputs: dict[str, np.ndarray], formula: int = 0) -> str:
+    """The kernel source of formula number `formula` of the operator in `text`."""
     definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
     kinds = {"f": "real", "i": "int", "b": "bool"}
     infos = {k: TensorInfo(kinds[v.dtype.kind], v.shape) for k, v in inputs.items()}
     instance = instantiate(definition, Invocation({}, infos))
     plan = plan_lowering(instance)
     arrays = {**inputs, **allocate_outputs(instance, plan)}
-    return codegen.Generator(instance, plan.formulas[0], arrays,
+    return codegen.Generator(instance, plan.formulas[formula], arrays,
                              instance.environment().profile).generate()
 
 
@@ -371,3 +371,34 @@ def test_an_input_larger_than_the_iterations_is_read_in_place() -> None:
     inputs["k"] = np.array([0, 8])
     fast, slow = kernel_outcome(text, inputs), tree_walk_outcome(text, inputs)
     assert fast == slow == ("error", ("E0501", ["at i = 1"])), (fast, slow)
+
+
+def test_a_reduction_keeps_its_output_element_in_a_local() -> None:
+    """matmul: C[i, j] does not depend on the innermost index, so the innermost loop adds
+    into a local, read before it and written back after it (one indexed load and store per
+    cell instead of per iteration)."""
+    source = generated_source(
+        "operator mm { @input { A: real[m,k]; B: real[k,n]; } @output { C: real[m,n]; } "
+        "@lower { C[i,j] += A[i,l] * B[l,j], i < m, j < n, l < k; } }",
+        {"A": np.ones((2, 3)), "B": np.ones((3, 4))})
+    lines = [line.strip() for line in source.splitlines()]
+    loop = lines.index("for I_l in range(3):")
+    assert lines[loop - 1].startswith("A = T_") and lines[loop + 1].startswith("A = A + (")
+    assert lines[loop + 2].endswith("= A")
+
+
+def test_an_output_read_by_its_own_value_is_not_kept_in_a_local() -> None:
+    """`z[i] += z[0] * x[j]`: z[0] changes while i = 0 is summed, so every iteration must read
+    and write the output itself; the result is the plain loop's."""
+    text = ("operator f { @input { x: real[n]; } @output { z: real[n]; } "
+            "@lower { z[i] = 1.0, i < n; z[i] += z[0] * x[j], i < n, j < n; } }")
+    definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
+    x = np.array([0.5, -2.0, 3.0])
+    outputs = run_lowering(instantiate(definition, Invocation(
+        {}, {"x": TensorInfo("real", (3,))})), {"x": x})
+    z = [1.0, 1.0, 1.0]
+    for i in range(3):
+        for j in range(3):
+            z[i] += z[0] * float(x[j])
+    np.testing.assert_array_equal(outputs["z"], np.array(z))
+    assert "A = " not in generated_source(text, {"x": x}, formula=1)

@@ -50,9 +50,31 @@ def test_sum_bound_is_above_the_exact_magnitude(scale):
     assert (bound >= np.abs(x).sum(axis=1)).all()
 
 
-def test_no_cheap_bound_for_a_batched_product():
+def test_a_batched_product_is_bounded_by_cauchy_schwarz():
     a, b = RNG.standard_normal((3, 4, 5)), RNG.standard_normal((3, 5, 6))
-    assert VS._magnitude_bound("abc,acd->abd", [a, b], (3, 4, 5, 6), {0, 1, 2, 3}) is None
+    bound = VS._magnitude_bound("abc,acd->abd", [a, b], (3, 4, 5, 6), {0, 1, 2, 3})
+    exact = np.einsum("abc,acd->abd", np.abs(a), np.abs(b))
+    assert (bound >= exact).all()
+    # Cauchy-Schwarz itself, from NumPy norms: within a few roundings of sqrt(sum a^2 sum b^2)
+    norms = np.sqrt(np.einsum("abc,abc->ab", a, a)[:, :, None] *
+                    np.einsum("acd,acd->ad", b, b)[:, None, :])
+    assert np.allclose(bound, norms, rtol=1e-13)
+
+
+def test_a_convolution_bound_covers_a_factor_missing_a_summed_letter():
+    """`ab,b->a` summed over b and c where the second factor lacks c: each factor as a vector
+    over (b, c), the one lacking c repeated c's extent times."""
+    x, w = RNG.standard_normal((4, 3, 2)), RNG.standard_normal((3,))
+    bound = VS._magnitude_bound("abc,b->a", [x, w], (4, 3, 2), {0, 1, 2})
+    exact = np.abs(x * w[None, :, None]).sum(axis=(1, 2))
+    assert (bound >= exact).all()
+    expected = np.sqrt((x * x).sum(axis=(1, 2)) * (w * w).sum() * 2)
+    assert np.allclose(bound, expected, rtol=1e-13)
+
+
+def test_a_factor_with_a_repeated_letter_has_no_cheap_bound():
+    a, b = RNG.standard_normal((4, 4)), RNG.standard_normal((4,))
+    assert VS._magnitude_bound("aa,a->", [a, b], (4,), {0}) is None
 
 
 def _in_order(values, start=0.0):

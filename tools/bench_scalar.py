@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Benchmark the scalar @lower engine (target: ≥ 1 M inner iterations/s and no slower
-than 3× the same formulas hand-written as plain Python loops, measured in the same run).
+"""Benchmark the scalar @lower engine (issue 21 targets: ≥ 8 M inner iterations/s on matmul
+64³ and no slower than 1.5× the same formulas hand-written as plain Python loops, measured in
+the same run; the convolution: ≥ 1 M it/s and ≤ 3×). The engine is timed on an instance made
+once (parsing and instantiation are the compile step, timed by tools/bench_startup.py).
 
 Usage: python3 tools/bench_scalar.py [--repeat N]
 
@@ -40,10 +42,12 @@ CONV = """operator conv {
 }"""
 
 
-def engine(text: str, inputs: dict) -> None:
+def engine(text: str, inputs: dict):
+    """A function running the scalar engine on `inputs` (parsed and instantiated once)."""
     definition = parse_module(SourceFile("<bench>", text)).module.definitions[0]
     infos = {k: TensorInfo("real", v.shape) for k, v in inputs.items()}
-    run_lowering(instantiate(definition, Invocation({}, infos)), inputs)
+    instance = instantiate(definition, Invocation({}, infos))
+    return lambda: run_lowering(instance, inputs)
 
 
 def hand_matmul(a: np.ndarray, b: np.ndarray) -> list:
@@ -92,20 +96,23 @@ def main() -> int:
     a, b = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
     x, f = rng.standard_normal((1, 8, 32, 32)), rng.standard_normal((8, 8, 3, 3))
     cases = [
-        ("matmul 64x64x64", 64 ** 3, lambda: engine(MATMUL, {"A": a, "B": b}),
-         lambda: hand_matmul(a, b)),
-        ("conv 1x8x32x32 -> 8, 3x3", 8 * 8 * 32 * 32 * 9, lambda: engine(CONV, {"x": x, "f": f}),
-         lambda: hand_conv(x, f)),
+        ("matmul 64x64x64", 64 ** 3, engine(MATMUL, {"A": a, "B": b}),
+         lambda: hand_matmul(a, b), 8e6, 1.5),
+        ("conv 1x8x32x32 -> 8, 3x3", 8 * 8 * 32 * 32 * 9, engine(CONV, {"x": x, "f": f}),
+         lambda: hand_conv(x, f), 1e6, 3.0),
     ]
     ok = True
-    for name, iterations, run_engine, run_hand in cases:
+    for name, iterations, run_engine, run_hand, min_rate, max_ratio in cases:
+        run_engine()  # warm-up: the generated code is compiled once per instance
         t_engine, t_hand = best(args.repeat, run_engine), best(args.repeat, run_hand)
         rate = iterations / t_engine
         ratio = t_engine / t_hand
-        ok &= rate >= 1e6 and ratio <= 3.0
+        met = rate >= min_rate and ratio <= max_ratio
+        ok &= met
         print(f"{name:26s} engine {rate / 1e6:6.3f} M it/s  ({t_engine:6.2f} s); "
-              f"hand-written {iterations / t_hand / 1e6:6.3f} M it/s; engine/hand = {ratio:5.1f}x"
-              f"  (targets: >= 1 M it/s, <= 3x)")
+              f"hand-written {iterations / t_hand / 1e6:6.3f} M it/s; engine/hand = {ratio:5.2f}x"
+              f"  (targets: >= {min_rate / 1e6:g} M it/s, <= {max_ratio:g}x) "
+              f"{'ok' if met else 'SLOW'}")
     return 0 if ok else 1
 
 

@@ -16,8 +16,11 @@ Every failure is an InvocationDiagnostic located in the definition, naming what 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Hashable
 from typing import Any
 
+from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic, did_you_mean
 from refinterp.language.binding import (definition_order, early_usings, free_names,
                                         initially_known, using_targets)
@@ -27,18 +30,77 @@ from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstanc
                                            TensorInfo, describe_type, empty_pack_type, entries,
                                            span_text)
 from refinterp.language.types import Type, check_expr, type_of_value
-from refinterp.language.values import NULL, Value, format_inserted, format_literal
+from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 from refinterp.numeric import rules
 from refinterp.numeric.representation import check_pack_length, check_tensor_size
 from refinterp.syntax import ast
 
 __all__ = ["Invocation", "OperatorInstance", "TensorArg", "TensorInfo", "describe_type",
-           "instantiate", "fixed_input_types", "span_text", "entries"]
+           "instantiate", "instantiate_cached", "invocation_key", "fixed_input_types",
+           "span_text", "entries"]
+
+# Instances by (definition, invocation key): what a run of the same operator on the same
+# shapes and attributes reuses — the instance with everything the engines derived from it
+# (`OperatorInstance.derived`: the lowering plan, the vector plan). Definitions are held by
+# identity (the entry keeps its definition alive, so an id is never reused while listed).
+INSTANCE_CACHE_SIZE = 2048
+_instances: BoundedCache[tuple[ast.OperatorDef, OperatorInstance]] = BoundedCache(
+    INSTANCE_CACHE_SIZE)
 
 
 def instantiate(definition: ast.OperatorDef, invocation: Invocation) -> OperatorInstance:
     """Bind `invocation` to `definition` (§2.6.1) and compute everything that follows."""
     return Instantiation(definition, invocation).run()
+
+
+def instantiate_cached(definition: ast.OperatorDef, invocation: Invocation) -> OperatorInstance:
+    """`instantiate`, reusing the instance of an earlier equal invocation of the same
+    definition (instantiation is a pure function of the two; an instance is never changed
+    after it is made, only `derived` is filled in). An invocation without a key, and a
+    failing one, are instantiated every time."""
+    key = invocation_key(invocation)
+    if key is None:
+        return instantiate(definition, invocation)
+    entry = _instances.get((id(definition), key))
+    if entry is not None and entry[0] is definition:
+        return entry[1]
+    instance = instantiate(definition, invocation)
+    _instances.put((id(definition), key), (definition, instance))
+    return instance
+
+
+def invocation_key(invocation: Invocation) -> Hashable | None:
+    """A key equal for two invocations exactly when they instantiate alike, or None when one
+    of its values has no such key. Every value is tagged with its type (True, 1 and 1.0 differ)
+    and a real by its bits (0.0 and -0.0 differ; a NaN equals itself)."""
+    try:
+        attributes = tuple(sorted((name, _value_key(value))
+                                  for name, value in invocation.attributes.items()))
+        inputs = tuple(sorted((name, _value_key(value))
+                              for name, value in invocation.inputs.items()))
+    except _NoKey:
+        return None
+    return (attributes, inputs, invocation.generics, invocation.profile,
+            invocation.max_pack_length, invocation.max_tensor_size)
+
+
+class _NoKey(Exception):
+    """A value `invocation_key` cannot key."""
+
+
+def _value_key(value: Any) -> Hashable:
+    """Exact types only: a subclass may carry more than its base compares (an `EmptyPackType`
+    is an empty tuple that knows its item type)."""
+    kind = type(value)
+    if kind is float:
+        return ("float", value.hex() if not math.isnan(value) else "nan")
+    if kind in (bool, int, str) or value is NULL:
+        return (kind.__name__, value)
+    if kind in (tuple, list):
+        return (kind.__name__, tuple(_value_key(v) for v in value))
+    if kind in (TensorInfo, TensorValue):
+        return (kind.__name__, value)
+    raise _NoKey(type(value).__name__)
 
 
 class Instantiation(InputBinding):

@@ -838,7 +838,35 @@ class Generator(ExprVisitor[tuple[str, str]]):
         if out_kind == "int":
             body.append("if not MIN <= v <= MAX: raise OVERFLOW(v)")
         body.append(f"{out_flat}[o] = v")
-        return self.kernel(body)
+        # (an item `ys[k]` of a pack may be chosen by the innermost index: not kept)
+        kept = self.accumulator(body, out_flat, offset) if formula.item is None else None
+        return self.kernel(body, (out_flat, kept) if kept is not None else None)
+
+    def accumulator(self, body: list[str], flat: str, offset: str) -> str | None:
+        """Where the output element `{flat}[o]` does not depend on the innermost loop and
+        nothing else reads or writes the output, the innermost loop keeps that element in a
+        local `A` instead (read before the loop, written back after it: `kernel`): the same
+        operations on the same values in the same order, without an indexed load and store
+        per iteration. Rewrites `body` and returns `offset`, or returns None (body unchanged).
+        An error inside the loop discards every output anyway (`compile_formula.run` copies
+        the flat lists back only after the kernel returns)."""
+        if not self.depth or may_raise(offset) or self.level(offset) >= self.innermost:
+            return None
+        element = f"{flat}[o]"
+        if f"o = {offset}" not in body or any(re.search(r"\bA\b", line) for line in body):
+            return None
+        rewritten = [line.replace(element, "A") for line in body if line != f"o = {offset}"]
+        elsewhere = re.compile(rf"\b{re.escape(flat)}\b|\bo\b")  # the output, its offset
+        if rewritten[-1] != "A = v" or any(elsewhere.search(line) for line in [
+                *rewritten, *(v for values in self.hoisted.values() for v in values.values())]):
+            return None
+        # `v = E; v = A + v; A = v` reads better, and runs faster, as `A = A + (E)`
+        if len(rewritten) >= 3 and rewritten[-1] == "A = v" and \
+                re.fullmatch(r"v = A [+*] v", rewritten[-2]) and \
+                rewritten[-3].startswith("v = ") and not re.search(r"\bv\b", rewritten[-3][4:]):
+            rewritten[-3:] = [f"A = A {rewritten[-2][6]} ({rewritten[-3][4:]})"]
+        body[:] = rewritten
+        return offset
 
     def packed_store(self, target: ast.Subscript) -> list[str]:
         """The lines of a packed assignment `ys[..] = v` (`=` or `:=`; §2.12): the value (one
@@ -878,8 +906,10 @@ class Generator(ExprVisitor[tuple[str, str]]):
             writes.append(f"{flat}[o{j}] = {name}")
         return self.take() + writes
 
-    def kernel(self, body: list[str]) -> str:
-        """The source of the kernel: the body inside the formula's loops."""
+    def kernel(self, body: list[str], accumulate: tuple[str, str] | None = None) -> str:
+        """The source of the kernel: the body inside the formula's loops; with `accumulate`
+        (the output's flat list and an offset, `accumulator`), that element held in `A` around
+        the innermost loop."""
         formula = self.formula
         loops = []
         for r in formula.indices:  # declaration order, row-major within a packed index
@@ -891,10 +921,13 @@ class Generator(ExprVisitor[tuple[str, str]]):
         source = ["def kernel(" + ", ".join(["K", "OOR", "OVERFLOW", "MIN", "MAX",
                                              *self.tensors.values()]) + "):"]
         source.extend(f"    {line}" for line in self.prologue.values())
-        self.merge_hoisted(body)
+        self.merge_hoisted(body + ([accumulate[1]] if accumulate else []))
+        flat, kept = accumulate if accumulate else (None, None)
         depth = 1
         for loop in ["", *loops]:  # the values hoisted before the loops, then into each loop
             if loop:
+                if accumulate and depth == len(loops):  # around the innermost loop
+                    source.append("    " * depth + f"A = {flat}[{kept}]")
                 source.append("    " * depth + loop)
                 depth += 1
             source.extend("    " * depth + f"{name} = {value}"
@@ -903,6 +936,8 @@ class Generator(ExprVisitor[tuple[str, str]]):
             source.append("    " * depth + "for _once in (0,):")
             depth += 1
         source.extend("    " * depth + line for line in body)
+        if accumulate:
+            source.append("    " * (depth - 1) + f"{flat}[{kept}] = A")
         return "\n".join(source) + "\n"
 
     def take(self) -> list[str]:

@@ -356,19 +356,17 @@ class Stores:
         count = math.prod(shape[a] for a in rest)
 
         def terms(cells: np.ndarray) -> np.ndarray:
-            """The product terms of the flat kept cells `cells`, in iteration order."""
+            """The product terms of the flat kept cells `cells`, in iteration order: each
+            factor laid out as (kept axes, summed axes) and its rows of those cells gathered."""
             coords = np.unravel_index(cells, kept_shape) if kept else ()
-            index: list[Any] = [None] * len(shape)
-            for p, a in enumerate(kept):
-                index[a] = coords[p].reshape([-1] + [1] * len(rest))
-            for j, a in enumerate(rest):
-                index[a] = np.arange(shape[a]).reshape(
-                    [1] + [shape[a] if k == j else 1 for k in range(len(rest))])
-            if not kept:
-                index = [i[0] for i in index]  # one cell: just the summed axes
             product = None
             for array in arrays:
-                picked = np.broadcast_to(array, shape)[tuple(index)]
+                laid = array.transpose(kept + rest)
+                if any(array.shape[a] > 1 for a in kept):
+                    picked = laid[tuple(coords[p] if array.shape[a] > 1 else 0
+                                        for p, a in enumerate(kept))]
+                else:  # the same row for every cell
+                    picked = laid[(0,) * len(kept)][None]
                 product = picked if product is None else product * picked
             return np.broadcast_to(product, [len(cells)] + [shape[a] for a in rest])
 
@@ -696,10 +694,12 @@ def _magnitude_bound(spec: str, operands: list[np.ndarray], shape: tuple[int, ..
     (before `repeat`), cheaper than contracting the operands' absolute values, or None.
 
     By Cauchy-Schwarz, sum_k |a_k| <= sqrt(n) * ||a||_2 (one operand: a sum over n terms),
-    and sum_k |a_k b_k| <= ||a||_2 ||b||_2 (two matrices or vectors sharing the summed
-    letters, the `_tensordot` case): sums of squares, one pass over each operand without a
-    temporary (`np.einsum` of an operand with itself), where |A| @ |B| would be a second
-    matrix product. The norms come from `_upper_norm`."""
+    and sum_k |a_k b_k| <= ||a||_2 ||b||_2 for two factors, each taken as a vector over all
+    the summed letters of the output cell (a letter a factor lacks repeats it): matrix
+    products, and a convolution's windows and filters alike. Sums of squares, one pass over
+    each operand without a temporary (`np.einsum` of an operand with itself), where |A| @ |B|
+    would be a second contraction as large as the first. The norms come from `_upper_norm`
+    (which allows for a product by the caller and the extent a factor is repeated by)."""
     inputs, out = spec.split("->")
     subscripts = inputs.split(",")
     extent = {LETTERS[a]: shape[a] for a in present}
@@ -708,16 +708,20 @@ def _magnitude_bound(spec: str, operands: list[np.ndarray], shape: tuple[int, ..
         n = math.prod(extent[c] for c in sub if c not in out)
         squares = np.einsum(f"{sub},{sub}->{out}", x, x)
         return math.sqrt(n) * _upper_norm(squares, n)
-    if len(operands) != 2 or _tensordot_axes(spec, operands) is None:
+    if len(operands) != 2 or any(len(set(sub)) != len(sub) for sub in subscripts):
         return None
-    left, right = subscripts
-    shared = [c for c in left if c in right]
-    n = math.prod(extent[c] for c in shared)
-    norms = []
+    # each factor as a vector over all the summed letters (one it lacks repeats it: its sum of
+    # squares is multiplied by that letter's extent, before the square root)
+    summed = {c for sub in subscripts for c in sub if c not in out}
+    norms, keeps = [], []
     for sub, x in zip(subscripts, operands):
-        keep = "".join(c for c in sub if c not in shared)
-        norms.append(_upper_norm(np.einsum(f"{sub},{sub}->{keep}", x, x), n))
-    keeps = ["".join(c for c in sub if c not in shared) for sub in subscripts]
+        keep = "".join(c for c in sub if c not in summed)
+        repeat = math.prod(extent[c] for c in summed if c not in sub)
+        squares = np.einsum(f"{sub},{sub}->{keep}", x, x)
+        if repeat != 1:
+            squares = squares * float(repeat)
+        norms.append(_upper_norm(squares, math.prod(extent[c] for c in summed)))
+        keeps.append(keep)
     return np.einsum(f"{keeps[0]},{keeps[1]}->{out}", *norms)
 
 

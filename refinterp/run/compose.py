@@ -29,7 +29,7 @@ from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
-                                         describe_type, instantiate)
+                                         describe_type, instantiate_cached)
 from refinterp.language.inputs import LengthError, declared_dims
 from refinterp.language.invocation import EmptyPack, item_type, tensor_info, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
@@ -100,7 +100,7 @@ class Executor:
                      invocation: Invocation, inputs: dict[str, Any],
                      path: ScopePath | None) -> dict[str, Any]:
         """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
-        instance = instantiate(definition, replace(  # the limits instantiation checks
+        instance = instantiate_cached(definition, replace(  # the limits instantiation checks
             invocation, max_pack_length=self.limits.max_pack_length,
             max_tensor_size=self.limits.max_tensor_size))
         self.limits.check_instance(instance, sizes=not self.abstract)
