@@ -414,15 +414,20 @@ class Stores:
         magnitude = np.zeros(fast.shape)
         hits = form.hits(places, low, fast.shape)  # tap values storing into each cell
         with np.errstate(all="ignore"):
-            absolute = [np.abs(f) for f in factors]
-            for arrays, into in ((factors, fast), (absolute, magnitude)):
-                by_tap, axes = self.tap_contraction(box, form, arrays)
+            by_tap, axes = self.tap_contraction(box, form, factors)
+            bound = self.tap_contraction(box, form, factors, bound=True)
+            bounded = bound is not None
+            if bound is None:  # the magnitudes' own contraction
+                bound = self.tap_contraction(box, form, [np.abs(f) for f in factors])
+            for (values, value_axes), into in (((by_tap, axes), fast), (bound, magnitude)):
                 for place in places:
-                    part = by_tap[tuple(
+                    part = values[tuple(
                         place.taps[a] if a in place.taps else slice(*place.ranges[a])
-                        for a in axes)]
+                        for a in value_axes)]
                     into[place.cells(low)] += part.reshape(
-                        [place.length(a) if a in axes else 1 for a in form.kept])
+                        [place.length(a) if a in value_axes else 1 for a in form.kept])
+            if bounded:  # the bound's own additions may round down: raised by their error
+                magnitude *= 1.0 + 2.0 * _gamma(len(places) + 2)
         count = math.prod(shape[a] for a in range(rank) if a not in form.kept)
         summed = count // math.prod(shape[a] for a in form.taps)  # per tap value and cell
         # roundings on a term's way: the definition's product, then an addition per term of
@@ -432,15 +437,16 @@ class Stores:
                           lambda cells: form.terms(box, factors, valid is not None, low,
                                                    fast.shape, cells),
                           depth=hits * summed + len(reads) - 1,
-                          fast_depth=len(factors) + summed + hits)
+                          fast_depth=len(factors) + summed + hits, bounded=bounded)
         return True
 
     @staticmethod
-    def tap_contraction(box: Box, form: TapForm, arrays: list[np.ndarray]
-                        ) -> tuple[np.ndarray, list[int]]:
+    def tap_contraction(box: Box, form: TapForm, arrays: list[np.ndarray], bound: bool = False
+                        ) -> tuple[np.ndarray, list[int]] | None:
         """The sum of the products of `arrays` over the axes neither kept nor taps: an array
         over the kept axes (dimension order) and then the taps that some array uses, with
-        those axes."""
+        those axes. With `bound`, instead an upper bound of the sum of the products'
+        magnitudes (`_magnitude_bound`), or None where there is no cheap one."""
         shape = box.shape
         operands, subscripts = [], []
         for array in arrays:
@@ -450,11 +456,16 @@ class Stores:
         used = {a for a in range(len(shape)) if any(LETTERS[a] in s for s in subscripts)}
         out = [a for a in form.kept + form.taps if a in used]
         spec = ",".join(subscripts) + "->" + "".join(LETTERS[a] for a in out)
-        result = _tensordot(spec, operands)
-        if result is None:
-            result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
         repeat = math.prod(shape[a] for a in range(len(shape)) if a not in used and
                            a not in form.kept and a not in form.taps)
+        if bound:
+            result = _magnitude_bound(spec, operands, shape, used)
+            if result is None:
+                return None
+        else:
+            result = _tensordot(spec, operands)
+            if result is None:
+                result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
         return (result * float(repeat) if repeat != 1 else result), out
 
 
