@@ -3,7 +3,7 @@
 operator through `run_operator`, engine `vector`) and by the same computation hand-written in
 NumPy, in the same run; the ratio refinterp / NumPy is printed, with the target.
 
-    python tools/bench_vector.py [--repeat N] [--case NAME ...] [--max-memory SIZE]
+    python tools/bench_vector.py [--repeat N] [--case NAME ...] [--large]
 
 Times are the best of N runs (after one warm-up run that also parses the stdlib). Every case
 also checks that both results agree (the benchmark is no use if the engine is wrong).
@@ -65,6 +65,40 @@ def np_deconv(x: np.ndarray, w: np.ndarray, stride: int = 1) -> np.ndarray:
                 += tap
     front = [(kh - stride) // 2, (kw - stride) // 2]
     return full[:, :, front[0]:front[0] + h * stride, front[1]:front[1] + wd * stride]
+
+
+def np_cubic_grid_sample(x: np.ndarray, grid: np.ndarray, a: float = -0.75) -> np.ndarray:
+    """Bicubic grid sampling of NCHW `x` at `grid` (N, H', W', 2: x then y in [-1, 1]), corners
+    not aligned, zeros outside (PyTorch's `grid_sample(mode='bicubic')`): Keys' kernel with
+    a = -0.75 over the 4 x 4 neighbours; one gather of all channels per tap."""
+    n, c, h, w = x.shape
+
+    def weights(t: np.ndarray) -> list[np.ndarray]:
+        """The four kernel weights at distances 1 + t, t, 1 - t, 2 - t."""
+        def near(d):  # |d| <= 1
+            return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0
+
+        def far(d):  # 1 < |d| < 2
+            return ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a
+        return [far(1.0 + t), near(t), near(1.0 - t), far(2.0 - t)]
+
+    u = ((grid[..., 0] + 1.0) * w - 1.0) * 0.5  # column coordinate
+    v = ((grid[..., 1] + 1.0) * h - 1.0) * 0.5  # row coordinate
+    u0, v0 = np.floor(u), np.floor(v)
+    wu, wv = weights(u - u0), weights(v - v0)
+    u0, v0 = u0.astype(np.int64) - 1, v0.astype(np.int64) - 1
+    batch = np.arange(n)[:, None, None]
+    out = np.zeros((n, c) + grid.shape[1:3])
+    for p in range(4):
+        rows = v0 + p
+        row_in = (rows >= 0) & (rows < h)
+        for q in range(4):
+            cols = u0 + q
+            inside = row_in & (cols >= 0) & (cols < w)
+            taps = x[batch, :, np.clip(rows, 0, h - 1), np.clip(cols, 0, w - 1)]  # N H' W' C
+            weight = np.where(inside, wv[p] * wu[q], 0.0)
+            out += (taps * weight[..., None]).transpose(0, 3, 1, 2)
+    return out
 
 
 def np_max_pool(x: np.ndarray, size: int, stride: int) -> np.ndarray:
@@ -182,7 +216,7 @@ def alexnet_case(rng: np.random.Generator, engine: str):
     return ours, reference, None
 
 
-def build_cases(engine: str) -> dict[str, tuple]:
+def build_cases(engine: str, large: bool = False) -> dict[str, tuple]:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
     x1m, y1m = rng.standard_normal((1000, 1000)), rng.standard_normal((1000, 1000))
@@ -212,6 +246,24 @@ def build_cases(engine: str) -> dict[str, tuple]:
         "softmax 1000x1000": case("nn.softmax", {"input": x1m}, {"axes": [1]}, "output",
                                   lambda: np_softmax(x1m, 1), 2.0),
         "AlexNet 224 batch 1": lambda: (*alexnet_case(rng, engine), None),  # under 3 s
+        **(large_cases(rng, case) if large else {}),
+    }
+
+
+def large_cases(rng: np.random.Generator, case: Callable) -> dict[str, Callable]:
+    """The sizes of issue 21's slow operators (`--large`; minutes before that issue): a
+    transposed convolution 4x64x224x224, 5x5 -> 32 channels, and a bicubic grid sample
+    4x32x224x224; target <= 2x the hand-written NumPy version."""
+    x, w = rng.standard_normal((4, 64, 224, 224)), rng.standard_normal((64, 32, 5, 5)) * 0.05
+    image = rng.standard_normal((4, 32, 224, 224))
+    grid = rng.uniform(-1.05, 1.05, (4, 224, 224, 2))
+    return {
+        "deconv 4x64x224x224 5x5->32": case(
+            "nn.deconv", {"input": x, "filter": w}, {}, "output", lambda: np_deconv(x, w, 1),
+            2.0),
+        "cubic grid_sample 4x32x224x224": case(
+            "image.grid_sample", {"input": image, "grid": grid}, {"mode": "CUBIC"}, "output",
+            lambda: np_cubic_grid_sample(image, grid), 2.0),
     }
 
 
@@ -221,11 +273,13 @@ def main() -> int:
     parser.add_argument("--case", action="append", default=[],
                         help="run only cases whose name contains this text")
     parser.add_argument("--engine", default="vector", choices=["vector", "auto"])
+    parser.add_argument("--large", action="store_true",
+                        help="also the large deconvolution and bicubic grid sample (minutes)")
     args = parser.parse_args()
     failed = False
     print(f"{'case':30} {'engine':>9} {'numpy':>9} {'ratio':>7} {'target':>7}  check"
           f"        {'total':>9} {'ratio':>7}")
-    for name, build in build_cases(args.engine).items():
+    for name, build in build_cases(args.engine, args.large).items():
         if args.case and not any(c in name for c in args.case):
             continue
         try:

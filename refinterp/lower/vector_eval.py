@@ -218,10 +218,23 @@ class BoxEvaluator(ExprVisitor[Any]):
         if isinstance(flag, tuple):  # item by item, both branches evaluated (as scalar.py)
             a = self.visit(node.then, active)
             b = self.visit(node.otherwise, active) if node.otherwise is not None else NULL
-            if any(isinstance(f, np.ndarray) for f in flag):
-                raise Fallback("a pack of computed conditions in '?:'")
-            return tuple((a[i] if isinstance(a, tuple) else a) if f else
-                         (b[i] if isinstance(b, tuple) else b) for i, f in enumerate(flag))
+            items = []
+            for i, f in enumerate(flag):
+                x = a[i] if isinstance(a, tuple) else a
+                y = b[i] if isinstance(b, tuple) else b
+                if not isinstance(f, np.ndarray):
+                    items.append(x if f else y)
+                    continue
+                # a computed condition per item: chosen cell by cell (both were evaluated)
+                if f.dtype != np.bool_ or any(v is NULL or isinstance(v, (tuple, Guard))
+                                              for v in (x, y)):
+                    raise Fallback("a pack of computed conditions choosing null or packed "
+                                   "items in '?:'")
+                x, y = A.as_array(x), A.as_array(y)
+                if kind_of(x) != kind_of(y):
+                    raise Fallback("branches of '?:' of different types")
+                items.append(np.where(f, x, y))
+            return tuple(items)
         if not isinstance(flag, np.ndarray) or flag.dtype != np.bool_:
             raise Fallback("a non-bool condition in '?:'")
         then_mask, else_mask = both(active, flag), both(active, ~flag)
