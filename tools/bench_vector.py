@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark of the vector engine: each case is run by refinterp (the stdlib
-operator through `run_operator`, engine `vector`) and by the same computation hand-written in
+operator through `api.evaluate`, engine `vector`) and by the same computation hand-written in
 NumPy, in the same run; the ratio refinterp / NumPy is printed, with the target.
 
     python tools/bench_vector.py [--repeat N] [--case NAME ...] [--large]
@@ -24,8 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 
-from refinterp.api import run_operator  # noqa: E402
+from refinterp.api import evaluate  # noqa: E402
 from refinterp.lower import engines  # noqa: E402
+
+
+LOWER_ITERATIONS = 2 * 10 ** 10  # the large deconvolution iterates 1e10 times
 
 
 def best_time(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -126,7 +129,8 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
         captured.append((instance, dict(arrays), profile))
         return engines.make_engine(engine)(instance, arrays, profile)
 
-    run_operator(name, inputs, attributes, engine=capture)
+    evaluate(name, inputs=inputs, attributes=attributes, engine=capture,
+             max_lower_iterations=LOWER_ITERATIONS)
     run = engines.make_engine(engine)
 
     def ours() -> np.ndarray:
@@ -135,7 +139,8 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
         return result[output] if len(captured) == 1 else next(iter(result.values()))
 
     def total() -> np.ndarray:
-        return run_operator(name, inputs, attributes, engine=engine)[output]
+        return evaluate(name, inputs=inputs, attributes=attributes, engine=engine,
+                        max_lower_iterations=LOWER_ITERATIONS).outputs[output]
     return ours, reference, total
 
 
@@ -213,6 +218,7 @@ def alexnet_case(rng: np.random.Generator, engine: str):
         return y @ p["weight8"].T + p["bias8"]
 
     ours.temporary = temporary  # type: ignore[attr-defined]  # keeps the folder alive
+    ours.params = params  # type: ignore[attr-defined]  # the weights, for other tools
     return ours, reference, None
 
 

@@ -237,7 +237,7 @@ class Stores:
 
     def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
                      count: int, terms: Any, depth: Any = None, fast_depth: Any = None,
-                     bounded: bool = False) -> None:
+                     bounded: bool = False, blocked: "BlockedSum | None" = None) -> None:
         """view <- view + the sum of `count` terms per cell, as the definition adds them: one
         at a time in iteration order, starting from the current value. `fast` is the sum in
         another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. A sum's
@@ -255,18 +255,26 @@ class Stores:
         compute (`_upper_norm`). A cell whose error fits with it fits with the exact sum too;
         for the others the exact magnitude is taken from `terms` before deciding, so the cells
         summed again are exactly those whose error bound with the exact magnitude does not
-        fit: the same contract, the exact magnitude computed only where it matters."""
+        fit: the same contract, the exact magnitude computed only where it matters.
+
+        `blocked`: the sum was computed block by block (`BlockedSum`): its value (the current
+        value included) and its tighter error bound replace `view + fast` and the gamma
+        bound; a cell that bound leaves open still gets the gamma bound with the exact
+        magnitude (valid for any order) before it is summed again."""
         depth = count + 1 if depth is None else depth
         fast_depth = depth if fast_depth is None else fast_depth
         chunk = max(1, TERMS_PER_CHUNK // max(1, count))
         with np.errstate(all="ignore"):
-            new = np.asarray(np.add(view, fast), dtype=np.float64)  # a new array
             factor = _gamma(depth) + _gamma(fast_depth)
+            if blocked is not None:
+                new, error = blocked.total, blocked.error
+            else:
+                new = np.asarray(np.add(view, fast), dtype=np.float64)  # a new array
+                error = (np.abs(view) + magnitude) * factor
             allowed = np.abs(new)  # 0.5 * (atol + rtol * |new|), in place: cells may be many
             allowed *= REAL_RTOL
             allowed += REAL_ATOL
             allowed *= 0.5
-            error = (np.abs(view) + magnitude) * factor
             # not `error > allowed`: a nan error must count as not fitting
             bad = np.flatnonzero(np.logical_not(error <= allowed))
             if bad.size:
@@ -323,14 +331,20 @@ class Stores:
         spec = ",".join(subscripts) + "->" + "".join(LETTERS[a] for a in out_axes)
         repeat = math.prod(shape[a] for a in range(len(shape))
                            if a not in present and a not in kept)
+        rest = [a for a in range(len(shape)) if a not in kept]  # summed, in iteration order
+        count = math.prod(shape[a] for a in rest)
+        blocks = _blocks(shape, rest, present) if self.kind == "real" and repeat == 1 else None
         with np.errstate(all="ignore"):
             if self.kind == "int":
                 bound = np.einsum(spec, *[np.abs(o.astype(np.float64)) for o in operands])
                 if np.any(bound * repeat >= A.SAFE_INT):
                     raise Fallback("an int contraction may leave int64")
-            result = _tensordot(spec, operands) if self.kind == "real" else None
-            if result is None:
-                result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
+            if blocks is not None:  # the block sums
+                parts = _block_sums(spec, operands, subscripts, *blocks)
+                result = parts[0]  # (shape only: the blocked sum is BlockedSum's)
+            else:
+                result = _contract(spec, operands) if self.kind == "real" else np.einsum(
+                    spec, *operands, optimize=_einsum_path(spec, operands))
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         kept_shape = [shape[a] for a in kept]
@@ -352,8 +366,14 @@ class Stores:
                 magnitude = magnitude * float(repeat)
         magnitude = np.broadcast_to(
             magnitude.reshape([shape[a] if a in present else 1 for a in kept]), kept_shape)
-        rest = [a for a in range(len(shape)) if a not in kept]  # summed, in iteration order
-        count = math.prod(shape[a] for a in rest)
+        blocked = None
+        if blocks is not None:
+            inner = count // shape[blocks[0]]
+            blocked = BlockedSum.of(
+                view, [np.broadcast_to(part.reshape(
+                    [shape[a] if a in present else 1 for a in kept]), kept_shape)
+                    for part in parts],
+                [(hi - lo) * inner for lo, hi in blocks[1]], magnitude, len(arrays))
 
         def terms(cells: np.ndarray) -> np.ndarray:
             """The product terms of the flat kept cells `cells`, in iteration order: each
@@ -370,7 +390,8 @@ class Stores:
                 product = picked if product is None else product * picked
             return np.broadcast_to(product, [len(cells)] + [shape[a] for a in rest])
 
-        self.add_in_order(view, result, magnitude, count, terms, bounded=bounded)
+        self.add_in_order(view, result, magnitude, count, terms, bounded=bounded,
+                          blocked=blocked)
         return True
 
     def add_by_taps(self, box: Box, target: np.ndarray, positions: list[Any],
@@ -676,6 +697,131 @@ class TapForm:
                 product = picked if product is None else product * picked
         full = (len(cells), grid.shape[1])
         return np.where(np.broadcast_to(stores, full), np.broadcast_to(product, full), -0.0)
+
+
+MIN_BLOCKED_TERMS = 64  # a sum of fewer terms per cell is not split into blocks
+BLOCKS = 16  # at most this many blocks (fewer, longer ones where sqrt(count) terms are more)
+
+
+def _blocks(shape: tuple[int, ...], rest: list[int], present: set[int]
+            ) -> tuple[int, list[tuple[int, int]]] | None:
+    """How a real contraction's sum is cut into blocks (`BlockedSum`): ranges of its outermost
+    summed axis (contiguous runs of the iteration order), at most `BLOCKS` of them and none
+    shorter than about sqrt(count) terms (more, shorter blocks bound the error more tightly
+    but make more, smaller products); None
+    for a short sum, an outermost axis no operand has (a repeated term), or one block."""
+    rest = [a for a in rest if shape[a] > 1]  # an axis of extent 1 orders nothing
+    if not rest or rest[0] not in present or len(present) >= len(LETTERS):
+        return None
+    count = math.prod(shape[a] for a in rest)
+    extent = shape[rest[0]]
+    inner = count // extent
+    if count < MIN_BLOCKED_TERMS:
+        return None
+    step = max(1, -(-extent // BLOCKS), round(math.sqrt(count) / inner))
+    if step >= extent:
+        return None
+    return rest[0], [(lo, min(lo + step, extent)) for lo in range(0, extent, step)]
+
+
+def _block_sums(spec: str, operands: list[np.ndarray], subscripts: list[str], axis: int,
+                spans: list[tuple[int, int]]) -> list[np.ndarray]:
+    """The contraction `spec` of `operands` restricted to each range `spans` of the summed
+    `axis`: the blocks of equal length as one contraction with the axis split in two (the
+    block number kept: one BLAS call over all of them, no copy of a strided block), the
+    shorter last block, if any, as another."""
+    letter = LETTERS[axis]
+    spare = next(c for c in LETTERS if c not in spec)  # the block number's letter
+    step = spans[0][1] - spans[0][0]
+    whole = [span for span in spans if span[1] - span[0] == step]
+    end = whole[-1][1]
+    inputs, out = spec.split("->")
+    split_operands, split_subscripts = [], []
+    for operand, sub in zip(operands, subscripts):
+        if letter in sub:
+            k = sub.index(letter)
+            index = [slice(None)] * operand.ndim
+            index[k] = slice(0, end)
+            part = operand[tuple(index)]
+            operand = part.reshape(part.shape[:k] + (len(whole), step) + part.shape[k + 1:])
+            sub = sub[:k] + spare + sub[k:]
+        split_operands.append(operand)
+        split_subscripts.append(sub)
+    split_spec = ",".join(split_subscripts) + "->" + spare + out
+    sums = np.einsum(split_spec, *split_operands,
+                     optimize=_einsum_path(split_spec, split_operands))
+    parts = list(sums)
+    if len(whole) < len(spans):
+        lo, hi = spans[-1]
+        parts.append(_contract(spec, [_block_of(o, sub, letter, (lo, hi))
+                                      for o, sub in zip(operands, subscripts)]))
+    return parts
+
+
+def _block_of(operand: np.ndarray, subscript: str, letter: str, span: tuple[int, int]
+              ) -> np.ndarray:
+    """`operand` restricted to the range `span` of the axis named `letter` (if it has it)."""
+    if letter not in subscript:
+        return operand
+    index = [slice(None)] * operand.ndim
+    index[subscript.index(letter)] = slice(*span)
+    return operand[tuple(index)]
+
+
+def _contract(spec: str, operands: list[np.ndarray]) -> np.ndarray:
+    """A real contraction: one BLAS product where it is one (`_tensordot`), else einsum."""
+    result = _tensordot(spec, operands)
+    if result is None:
+        result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
+    return result
+
+
+@dataclass(frozen=True)
+class BlockedSum:
+    """A real sum of products computed block by block: each block (a contiguous run of
+    the iteration order, `_blocks`) one contraction in any order, the block sums then added
+    to the current value one at a time, in order. `total` is that value; `error` bounds its
+    distance from the definition's sum (every term added one at a time, in iteration order)
+    per cell, far tighter than gamma(n) * magnitude:
+
+    - the definition: each addition errs by at most u |s_j| (s_j its computed partial sums),
+      each product of f factors by gamma(f - 1) |x_j|. With S_j the exact partial sums,
+      |s_j| <= |S_j| + gamma(n + f) (|v| + M) (v the current value, M the magnitude bound);
+      inside block b, |S_j| <= |S(b-1)| + M_b, and |S(b-1)| <= |Q(b-1)| + gamma(n + f + B)
+      (|v| + M), Q the computed prefix of block sums (Q(0) = v). So the definition errs by at
+      most u (sum_b L_b |Q(b-1)| + L M + 2 n gamma(n + f + B) (|v| + M)) + gamma(f - 1) M,
+      L the longest block, B the number of blocks (Higham, Accuracy and Stability of
+      Numerical Algorithms, §4.2: the error of recursive summation is at most u sum |s_j|);
+    - this sum: each block in any order errs by at most gamma(L + f) M_b, each of the B
+      additions of a block sum by u |Q(b)|: gamma(L + f) M + u sum_b |Q(b)|;
+    - products that underflow: at most 2^-1075 each, n of them in each sum.
+
+    The bound's own roundings are covered by raising it by 2 gamma(B + 8)."""
+
+    total: np.ndarray
+    error: np.ndarray
+
+    @staticmethod
+    def of(view: np.ndarray, parts: list[np.ndarray], lengths: list[int],
+           magnitude: np.ndarray, factors: int) -> "BlockedSum":
+        with np.errstate(all="ignore"):
+            start = np.array(view, dtype=np.float64)
+            total = start
+            weighted = np.zeros(start.shape)  # sum_b L_b |Q(b-1)|
+            absolute = np.zeros(start.shape)  # sum_b |Q(b)|
+            for part, length in zip(parts, lengths):
+                weighted += float(length) * np.abs(total)
+                total = total + part
+                absolute += np.abs(total)
+            n, blocks, longest = sum(lengths), len(parts), max(lengths)
+            reach = np.abs(start) + magnitude
+            error = UNIT * (weighted + longest * magnitude +
+                            2.0 * n * _gamma(n + factors + blocks) * reach)
+            error += (_gamma(factors - 1) + _gamma(longest + factors)) * magnitude
+            error += UNIT * absolute + 2.0 * n * 2.0 ** -1075
+            error *= 1.0 + 2.0 * _gamma(blocks + 8)
+        # an array, even of rank 0 (add_in_order writes into it): 0-d + 0-d is a scalar
+        return BlockedSum(np.array(total, dtype=np.float64), np.asarray(error))
 
 
 def _gamma(k: Any) -> Any:
