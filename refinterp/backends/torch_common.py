@@ -1,0 +1,94 @@
+"""The table of the PyTorch back end (refinterp.backends.torch): translations register here.
+
+A translation takes a `Call` (the case's attributes, generics and input tensors) and returns
+the operator's outputs as torch tensors (a pack as a list), in the order of the names given to
+`translation(...)`. It raises `Unsupported` for any attribute value torch cannot express; it
+never approximates one. Imported only once torch is importable (from `Backend.prepare`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from refinterp.harness.backends import Unsupported
+
+REAL, INT, BOOL = torch.float64, torch.int64, torch.bool
+DTYPES = {"real": REAL, "int": INT, "bool": BOOL}
+
+
+@dataclass
+class Call:
+    """One invocation: attributes as in case.json, generics, inputs as torch tensors."""
+
+    attributes: dict[str, Any]
+    inputs: dict[str, Any]
+    generics: list[str] = field(default_factory=list)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The attribute `name` as given, else `default` (the stdlib default)."""
+        return self.attributes.get(name, default)
+
+    def ints(self, name: str, default: Any = None) -> list[int] | None:
+        """An int pack attribute as a list (a single value given for a pack stays a list)."""
+        value = self.attributes.get(name, default)
+        if value is None:
+            return None
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.inputs[name]
+
+    def get(self, name: str) -> Any:
+        """An optional input, None when absent."""
+        return self.inputs.get(name)
+
+
+Translation = Callable[[Call], Any]
+TABLE: dict[str, tuple[Translation, tuple[str, ...]]] = {}
+
+
+def translation(operator: str, *outputs: str) -> Callable[[Translation], Translation]:
+    """Register `function` as the translation of `operator`, returning `outputs` in order."""
+    def register(function: Translation) -> Translation:
+        TABLE[operator] = (function, outputs)
+        return function
+    return register
+
+
+def unsupported(what: str) -> Unsupported:
+    """The exception for an attribute value or input torch cannot express."""
+    return Unsupported(f"torch cannot express {what}")
+
+
+def axis_of(axis: int, rank: int) -> int:
+    """A possibly negative axis as a non-negative one, with torch's own rule and message
+    for an axis outside [-rank, rank) (so normalising never makes an invalid axis valid)."""
+    if not -rank <= axis < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-rank}, {rank - 1}], but got {axis})")
+    return axis + rank if axis < 0 else axis
+
+
+def require(condition: bool, what: str) -> None:
+    """Raise Unsupported naming `what` unless `condition`."""
+    if not condition:
+        raise unsupported(what)
+
+
+def aligned(*pairs: tuple[Any, int | None]) -> list[Any]:
+    """The operands of a SkriptND broadcasting operator reshaped by their `_align` attributes
+    (math.sknd @using: q = r + |align|, rz = max q, p = align < 0 ? rz - q : align, default
+    rz - r, i.e. NumPy's right alignment) so that torch's own broadcasting finishes the job.
+    Only unit axes are inserted: a shape mismatch remains torch's to reject."""
+    ranks = [t.dim() for t, _ in pairs]
+    qs = [r + abs(a or 0) for r, (_, a) in zip(ranks, pairs)]
+    rz = max(qs)
+    out = []
+    for (tensor, align), r, q in zip(pairs, ranks, qs):
+        p = (rz - q if align < 0 else align) if align is not None else rz - r
+        shape = [1] * p + list(tensor.shape) + [1] * (rz - r - p)
+        out.append(tensor.reshape(shape))
+    return out
