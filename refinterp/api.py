@@ -425,7 +425,9 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
              max_pack_length: int = MAX_PACK_LENGTH,
              stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
              progress: Progress | None = None, progress_interval: float = 5.0,
-             observe: Callable[[str, Any], None] | None = None) -> Run:
+             observe: Callable[[str, Any], None] | None = None,
+             trace: Callable[[str, str, tuple[str, ...] | None, dict[str, Any]], None]
+             | None = None) -> Run:
     """Run an operator or graph on arrays and return a `Run`.
 
     `inputs`: arrays (or nested lists) by input name, a pack as a list of arrays; any real,
@@ -436,7 +438,11 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     "auto" (or an engine made by `refinterp.lower.engines.make_engine`); `log(instance, engine)` is told which engine ran each operator; `progress(running
     operators, seconds)` is called every `progress_interval` seconds of a long run;
     `observe(name, value)` is told every tensor a @compose or @update block binds, by its scoped
-    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order.
+    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order;
+    `trace(event, operator, scoped, tensors)` is told every invocation, the root included:
+    `("call", "nn.conv", ("main", "G", "conv1"), inputs by name)` before it runs and
+    `("return", ..., outputs by name)` after it returns (the scoped name a tuple, None for an
+    unnamed invocation; refinterp.trace records run traces with it).
     `max_memory`, `max_iterations`, `max_depth`, `max_tensor_size` (bytes of one tensor),
     `max_lower_iterations` (of one @lower formula) and `max_pack_length` are limits
     (docs/limits.md): exceeding one is an Error naming it."""
@@ -465,7 +471,8 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
                            stdlib, limits)
     executor = Executor(program.loaded, active, params=store,
                         engine=make_engine(engine, max_memory, log)
-                        if isinstance(engine, str) else engine, observe=observe, limits=limits)
+                        if isinstance(engine, str) else engine, observe=observe, limits=limits,
+                        trace=trace)
     with _Watch(executor, progress, progress_interval, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)

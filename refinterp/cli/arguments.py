@@ -101,7 +101,7 @@ PATH_OPTIONS = {"file": "FILE|DIR", "files": "FILE", "module": "MODULE|FILE",
                 "write_params": "--write-params", "save_case": "--save-case",
                 "tables": "CASEFILE", "suite": "SUITE", "case": "CASE_DIR", "json": "--json",
                 "junit": "--junit", "expect": "--expect", "update_expect": "--update-expect",
-                "probe": "--probe", "merge": "--merge"}
+                "probe": "--probe", "merge": "--merge", "trace": "--trace"}
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -274,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("--case-class", default="reduction", metavar="CLASS",
                           choices=["exact", "arithmetic", "transcendental", "reduction"],
                           help="the tolerance class of a --save-case case (default reduction)")
+    eval_cmd.add_argument("--trace", metavar="FILE",
+                          help="write a deterministic text trace of the run: every invocation "
+                               "in order, every tensor's id, type, sha256 and statistics, a "
+                               "buffer plan (docs/trace.md); written also when the run fails")
     eval_cmd.add_argument("--verbose", action="store_true",
                           help="print which engine ran each operator")
     eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

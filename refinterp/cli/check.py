@@ -27,7 +27,8 @@ def add_parser(commands: Any) -> None:
                             "group refinterp.backends")
     which.add_argument("--backend-cmd", metavar="COMMAND",
                        help="a shell command run per case with {model} {dir} {inputs} {params} "
-                            "{outputs} {probes}; exit 0 = outputs written, 77 = unsupported")
+                            "{outputs} {probes} {views}; exit 0 = outputs written, "
+                            "77 = unsupported")
     which.add_argument("--merge", nargs="+", metavar="REPORT.json",
                        help="combine the JSON reports of shards into one report")
     check.add_argument("--profile", choices=["spec", "khronos"], default=None,

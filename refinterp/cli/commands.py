@@ -331,7 +331,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
                                   (args.save_inputs, "--save-inputs", False),
                                   (args.save_params, "--save-params", False),
                                   (args.write_params, "--write-params", True),
-                                  (args.save_case, "--save-case", True)):
+                                  (args.save_case, "--save-case", True),
+                                  (args.trace, "--trace", False)):
         if path:
             io.check_writable(path, what, folder_ok=folder_ok)
     target, op = _target(args)
@@ -344,12 +345,18 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     inputs = load_inputs(args, fixed, limits)
     params = io.read_params(args.params, max_tensor_size=limits.max_tensor_size) \
         if args.params else None
-    run = api.evaluate(target, op=op, inputs=inputs, attributes=attributes, params=params,
-                       random_params=args.random_params, seed=args.seed,
-                       generics=tuple(args.generic), profile=args.profile, engine=args.engine,
-                       max_memory=max_memory, **vars(limits), stdlib=args.stdlib,
-                       log=_engine_log(out) if args.verbose else None,
-                       progress=progress_line if _show_progress(args) else None)
+    evaluate = api.evaluate
+    if args.trace:  # the same run, its trace written to the file (also when it fails)
+        from functools import partial
+
+        from refinterp.trace import run_traced
+        evaluate = partial(run_traced, trace=args.trace)
+    run = evaluate(target, op=op, inputs=inputs, attributes=attributes, params=params,
+                   random_params=args.random_params, seed=args.seed,
+                   generics=tuple(args.generic), profile=args.profile, engine=args.engine,
+                   max_memory=max_memory, **vars(limits), stdlib=args.stdlib,
+                   log=_engine_log(out) if args.verbose else None,
+                   progress=progress_line if _show_progress(args) else None)
     outputs = io.flatten_packs(run.outputs)
     if args.output:
         io.write_arrays(args.output, outputs, "-o")

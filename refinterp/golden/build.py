@@ -2,8 +2,9 @@
 
 A case folder (docs/golden.md, "The fixture format") holds `model.sknd`, `inputs.npz`,
 `outputs.npz` (not for an error case), `params.npz` and `updated.npz` (graphs with variables)
-and `case.json`, the manifest. The suite folder holds one folder per case,
-`<operator>/<name>/` (a model case: `model.<name>/`), and `manifest.json`.
+and `case.json`, the manifest; a layout variant `<name>@view-<kind>` also holds `views.npz`,
+the buffers its inputs' strided views read (golden.layouts). The suite folder holds one folder
+per case, `<operator>/<name>/` (a model case: `model.<name>/`), and `manifest.json`.
 
 How a value is computed: the case runs on the vector engine, counting the iterations of its
 @lower formulas; up to SCALAR_LIMIT iterations it runs again on the scalar engine (the
@@ -36,6 +37,7 @@ import numpy as np
 import refinterp
 import refinterp.api as api
 from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.golden import layouts
 from refinterp.golden.model import operator_model
 from refinterp.golden.table import CaseSpec, json_values, read_table, table_span
 from refinterp.golden.tolerance import bounds
@@ -253,6 +255,13 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
         raise BuildError(f"case {spec.id}: {error.message}",
                          span=_entry_span(spec)) from None
     written = [outcome]
+    if computed.error is None:  # layout variants: the same logical inputs, the same outputs
+        for kind in spec.layouts:
+            found = layouts.layouts_of(arrays, kind)
+            if found:
+                variant = replace(spec, id=f"{spec.id}{layouts.SUFFIX}{kind}",
+                                  name=f"{spec.name}{layouts.SUFFIX}{kind}", layouts=())
+                written.append(_written(variant, arrays, computed, suite, found, kind))
     if spec.profile == "spec":
         for profile in api.PROFILES:
             if profile == spec.profile:
@@ -291,9 +300,11 @@ def _identical(a: Any, b: Any) -> bool:
     return bool(same.all())
 
 
-def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed,
-             suite: Path) -> tuple[str, str, str]:
-    """Check the outcome against the table, write the folder."""
+def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: Path,
+             views: dict[str, layouts.Layout] | None = None,
+             layout: str | None = None) -> tuple[str, str, str]:
+    """Check the outcome against the table, write the folder (with `views`, the layouts of
+    the inputs of a layout variant `layout`: views.npz and each input's `view`)."""
     if spec.error is not None:
         if computed.error is None:
             raise BuildError(f"the table expects error {spec.error['code']}, but the case "
@@ -325,9 +336,15 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed,
                        for name, entry in _array_entries(arrays).items()},
             "packs": {"inputs": _packs(arrays)},
         }
+        if views:
+            writer.write(layouts.VIEWS_FILE, encode_npz(layouts.buffers(views)))
+            for name, view in layouts.manifest_entries(views).items():
+                manifest["inputs"][name]["view"] = view
+            manifest["layout"] = layout
         # the model runs as written: what another implementation is handed computes the golden
-        check = compute(api.load_source(model, path=str(suite / path / "model.sknd")), arrays,
-                        profile=spec.profile)
+        # (a layout variant's model runs on the strided inputs a Python back end is given)
+        check = compute(api.load_source(model, path=str(suite / path / "model.sknd")),
+                        layouts.strided_inputs(arrays, views or {}), profile=spec.profile)
         if _differs(computed, check):
             raise BuildError("model.sknd does not compute what the operator does")
         if computed.error is not None:

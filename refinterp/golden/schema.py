@@ -10,6 +10,7 @@ from typing import Any
 
 from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.io import read_json
+from refinterp.numeric.views import ViewError, from_json
 
 ARRAY_SECTIONS = ("inputs", "params", "outputs", "updated")
 
@@ -56,6 +57,8 @@ def read_case_manifest(folder: Path) -> dict[str, Any]:
             where = f"{section}['{key}']"
             entry = _dict(entry, path, where)
             _string(entry.get("sha256"), path, f"{where}.sha256")
+            if section == "inputs" and "view" in entry:
+                _view(entry, path, where)
             if section == "outputs":
                 tolerance = _dict(entry.get("tolerance"), path, f"{where}.tolerance")
                 for dtype in ("float64", "float32"):
@@ -68,11 +71,31 @@ def read_case_manifest(folder: Path) -> dict[str, Any]:
         error = _dict(data["error"], path, "'error'")
         _string(error.get("code"), path, "error.code")
         _string(error.get("message", ""), path, "error.message")
-    for name in ("profile", "operator", "graph"):
+    for name in ("profile", "operator", "graph", "layout"):
         if data.get(name) is not None:
             _string(data[name], path, f"'{name}'")
     _dict(data.get("attributes", {}), path, "'attributes'")
     return data
+
+
+def _view(entry: dict, path: Path, where: str) -> None:
+    """An input's `view` (docs/golden.md, "Input layouts (views)"): a buffer name (a member of
+    views.npz) and a well-formed strided view whose shape is the input's."""
+    view = _dict(entry["view"], path, f"{where}.view")
+    buffer = _string(view.get("buffer"), path, f"{where}.view.buffer")
+    if not buffer or "/" in buffer or "\\" in buffer:
+        raise _fail(path, f"{where}.view.buffer", "the name of a member of views.npz")
+    for name in ("shape", "strides", "offset", "mask"):
+        if name not in view:
+            raise _fail(path, f"{where}.view.{name}", "present (null for no mask)")
+    if isinstance(view["offset"], bool) or not isinstance(view["offset"], int):
+        raise _fail(path, f"{where}.view.offset", "an integer (elements)")
+    try:
+        parsed = from_json(view)
+    except ViewError as error:
+        raise _fail(path, f"{where}.view", f"a strided view ({error})") from None
+    if "shape" in entry and list(parsed.shape) != entry["shape"]:
+        raise _fail(path, f"{where}.view.shape", f"the input's shape {entry['shape']}")
 
 
 def read_suite_manifest(suite: Path) -> list[dict[str, str]]:

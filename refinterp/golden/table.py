@@ -24,6 +24,7 @@ import numpy as np
 
 from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.core.source import SourceFile, Span
+from refinterp.golden.layouts import KINDS as LAYOUT_KINDS
 from refinterp.golden.tolerance import CLASSES
 
 DTYPES = ("real", "int", "bool")
@@ -124,6 +125,7 @@ class CaseSpec:
     model: str | None = None              # a whole-model case: the model file or folder
     params_seed: int = 0                  # its variables are random, from this seed
     entry: tuple[str, int] = ("", 0)      # ("case" | "family", number) in the table
+    layouts: tuple[str, ...] = ()         # layout variants to emit (golden.layouts.KINDS)
 
     def arrays(self) -> dict[str, Any]:
         """The input arrays (a pack as a list), in declaration order."""
@@ -233,7 +235,7 @@ class _Reader:
     # ---------------------------------------------------------------- single cases
 
     CASE_KEYS = {"op", "name", "inputs", "attributes", "generics", "profile", "error",
-                 "class", "reason", "domain", "model"}
+                 "class", "reason", "domain", "model", "layouts"}
 
     def case(self, entry: dict[str, Any], where: str) -> CaseSpec:
         unknown = set(entry) - self.CASE_KEYS
@@ -246,6 +248,8 @@ class _Reader:
                 raise self.fail(where, "a model case gives model = \"<file>\" and no op")
             model = str((self.path.parent / model))
             op = "model"
+            if entry.get("layouts", False) is not False:
+                raise self.fail(where, "layouts apply to operator cases only")
         if not isinstance(op, str) or not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise self.fail(where, "a case needs op = \"<operator>\" and name = \"<name>\" "
                                    "(letters, digits, _ . @ -)")
@@ -270,7 +274,19 @@ class _Reader:
                         None if error is None else {"code": error["code"],
                                                     "message": error.get("message", "")},
                         entry.get("reason"), str(self.path), model,
-                        derived_seed(case_id, "params"), _entry_of(where))
+                        derived_seed(case_id, "params"), _entry_of(where),
+                        self.layouts(entry.get("layouts", False), where))
+
+    def layouts(self, value: Any, where: str) -> tuple[str, ...]:
+        """`layouts = true` (every kind), false, or a list of kinds, in KINDS order."""
+        if value is True:
+            return LAYOUT_KINDS
+        if value is False:
+            return ()
+        if not isinstance(value, list) or not all(k in LAYOUT_KINDS for k in value):
+            raise self.fail(where, f"layouts = true or a list of kinds among "
+                                   f"{', '.join(LAYOUT_KINDS)}; got {value!r}")
+        return tuple(k for k in LAYOUT_KINDS if k in value)
 
     def input(self, spec: Any, case_id: str, name: str, domain: list[float],
               where: str) -> InputSpec | list[InputSpec]:
@@ -307,7 +323,7 @@ class _Reader:
     # ---------------------------------------------------------------- families
 
     FAMILY_KEYS = {"ops", "kind", "class", "domain", "dtypes", "attributes", "inputs",
-                   "generics", "axes"}
+                   "generics", "axes", "layouts"}
 
     def family(self, entry: dict[str, Any], where: str) -> list[CaseSpec]:
         unknown = set(entry) - self.FAMILY_KEYS
@@ -337,6 +353,8 @@ class _Reader:
                         "attributes": {**entry.get("attributes", {}), **attributes},
                         "generics": entry.get("generics", []),
                         "domain": entry.get("domain", [-4.0, 4.0])}
+                if "layouts" in entry:
+                    case["layouts"] = entry["layouts"]
                 if "class" in entry:
                     case["class"] = entry["class"]
                     case["reason"] = "the family's class"

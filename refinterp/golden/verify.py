@@ -11,6 +11,7 @@ import numpy as np
 
 import refinterp.api as api
 from refinterp.golden.build import Computed, compute, relative_to_graph, sha256
+from refinterp.golden.layouts import check_layouts
 from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.golden.tolerance import Bound, within
 from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
@@ -121,6 +122,17 @@ def _changed(now: np.ndarray, before: np.ndarray) -> int:
     return int(np.sum(now != before))
 
 
+def _in_nested_suite(suite: Path, case_json: Path) -> bool:
+    """Is the case file inside another suite nested in `suite` (a folder between the two with
+    its own manifest.json, such as golden/nx/ in golden/: docs/golden.md "Module suites")?"""
+    folder = case_json.parent.parent
+    while folder != suite and suite in folder.parents:
+        if (folder / "manifest.json").exists():
+            return True
+        folder = folder.parent
+    return False
+
+
 def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
                  include: Callable[[str], bool] | None = None,
                  progress: Callable[[str], None] | None = None) -> list[CaseReport]:
@@ -137,7 +149,8 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
         listed = {entry["path"]: entry for entry in read_suite_manifest(suite)}
     except Diagnostic as error:
         return [CaseReport("<suite>", str(suite), [f"{error.message} [{error.code}]"])]
-    present = {p.parent.relative_to(suite).as_posix() for p in suite.rglob("case.json")}
+    present = {p.parent.relative_to(suite).as_posix() for p in suite.rglob("case.json")
+               if not _in_nested_suite(suite, p)}
     for path in sorted(present - set(listed)):
         reports.append(CaseReport(path, path, ["a case folder that manifest.json does not list"]))
     for path, entry in sorted(listed.items()):
@@ -163,6 +176,8 @@ def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases
             report.problems.append("case.json: sha256 differs from manifest.json")
         case = load_case(folder)
         report.problems.extend(check_hashes(folder, case))
+        if not report.problems:  # an input layout must read back its logical input
+            report.problems.extend(check_layouts(folder, case))
         if recompute_cases and not report.problems:
             report.problems.extend(drift(folder, case, recompute(folder, case)))
     except Diagnostic as error:
@@ -198,7 +213,7 @@ def show_case(folder: str | Path) -> str:
             parts.append((folder / name).read_text(encoding="utf-8").rstrip())
         except (OSError, UnicodeDecodeError) as error:
             parts.append(f"(cannot be read: {getattr(error, 'strerror', None) or error})")
-    for name in ("inputs", "params", "outputs", "updated"):
+    for name in ("inputs", "views", "params", "outputs", "updated"):
         path = folder / f"{name}.npz"
         if not path.exists():
             continue

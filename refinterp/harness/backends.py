@@ -7,7 +7,7 @@ case, and anything else to fail it. An optional attribute `profile` ("spec", the
 profile, docs/harness.md "Profiles"). Three kinds:
 
 - `CommandBackend`: any program, in any language, run per case through the shell with the
-  case's files (`{model} {dir} {inputs} {params} {outputs} {probes}`); exit 0 = outputs
+  case's files (`{model} {dir} {inputs} {params} {outputs} {probes} {views}`); exit 0 = outputs
   written, 77 = unsupported (skip), anything else = failure; a timeout kills the whole process
   group;
 - a Python object named `module:attribute` (an instance, or a class called without
@@ -20,6 +20,7 @@ profile, docs/harness.md "Profiles"). Three kinds:
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shlex
 import signal
@@ -31,12 +32,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import refinterp.api as api
+from refinterp.golden.layouts import VIEWS_FILE, views_document
 from refinterp.harness.suite import Case
 from refinterp.io import group_packs, read_arrays
 
 UNSUPPORTED_EXIT = 77
 DEFAULT_TIMEOUT = 60.0
-PLACEHOLDERS = ("model", "dir", "inputs", "params", "outputs", "probes")
+PLACEHOLDERS = ("model", "dir", "inputs", "params", "outputs", "probes", "views")
 
 
 class Unsupported(Exception):
@@ -107,12 +109,13 @@ class _CommandRunner:
         self.backend, self.case = backend, case
         self.probes: Path | None = None  # set by the harness to collect intermediates
 
-    def command(self, outputs: Path, probes: Path) -> str:
+    def command(self, outputs: Path, probes: Path, views: Path | str = "") -> str:
         """The template with every placeholder replaced by a quoted path."""
         params = self.case.file("params")
         values = {"model": self.case.model, "dir": self.case.folder,
                   "inputs": self.case.folder / "inputs.npz",
-                  "params": params if params else "", "outputs": outputs, "probes": probes}
+                  "params": params if params else "", "outputs": outputs, "probes": probes,
+                  "views": views}
         quoted = {k: shlex.quote(str(v)) if str(v) else "''" for k, v in values.items()}
         try:
             return self.backend.template.format(**quoted)
@@ -121,13 +124,24 @@ class _CommandRunner:
                                           f"placeholders are "
                                           f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
 
+    def write_views(self, folder: Path) -> Path:
+        """`{views}`: a JSON file (in the run's temporary folder) describing the layouts of
+        the case's inputs, their buffers in the case's views.npz (docs/harness.md)."""
+        path = folder / "views.json"
+        document = views_document(self.case.manifest, self.case.layouts,
+                                  (self.case.folder / VIEWS_FILE).resolve())
+        path.write_text(json.dumps(document, sort_keys=True, indent=2) + "\n",
+                        encoding="utf-8")
+        return path
+
     def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Run the program on the case's files (`inputs` are those of the case)."""
         with tempfile.TemporaryDirectory(prefix="refinterp-check-") as temp:
             outputs = Path(temp) / "outputs.npz"
             probes = self.probes or Path(temp) / "probes"
             probes.mkdir(exist_ok=True)
-            status, stderr = _shell(self.command(outputs, probes), self.backend.timeout)
+            views = self.write_views(Path(temp))
+            status, stderr = _shell(self.command(outputs, probes, views), self.backend.timeout)
             if status == UNSUPPORTED_EXIT:
                 raise Unsupported(stderr.strip() or "the back end exited 77 (unsupported)")
             if status != 0:

@@ -31,9 +31,10 @@ PRECISION = 60  # decimal digits of the mpmath reference
 # --------------------------------------------------------------------------- profiles
 
 
-def _refinterp(case: Case, profile: str, observe: Callable | None = None) -> dict[str, Any]:
+def _refinterp(case: Case, profile: str, observe: Callable | None = None,
+               trace: Callable | None = None) -> dict[str, Any]:
     return api.evaluate(case.model, inputs=case.inputs, params=case.params or None,
-                        profile=profile, observe=observe).outputs
+                        profile=profile, observe=observe, trace=trace).outputs
 
 
 def _agrees(case: Case, actual: dict[str, Any], expected: dict[str, Any]) -> bool:
@@ -207,15 +208,18 @@ def explain(case: Case, actual: dict[str, Any], outcome: Outcome, options: Any) 
 # --------------------------------------------------------------------------- probes
 
 
-def reference_probes(case: Case) -> dict[str, Any]:
+def reference_probes(case: Case, recorder: Any = None) -> dict[str, Any]:
     """Every tensor refinterp binds while running the case, by name, in run order (the last
-    value of a name bound repeatedly, as in a loop body)."""
+    value of a name bound repeatedly, as in a loop body); a `refinterp.trace.Recorder`, if
+    given, records the run's trace too."""
     seen: dict[str, Any] = {}
 
     def observe(name: str, value: Any) -> None:
         seen.pop(name, None)
         seen[name] = value
-    _refinterp(case, case.profile, observe)
+        if recorder is not None:
+            recorder.observe(name, value)
+    _refinterp(case, case.profile, observe, recorder.invocation if recorder else None)
     return flatten_packs(seen)
 
 
@@ -241,12 +245,12 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
     if isinstance(backend, CommandBackend):
         folder.mkdir(parents=True, exist_ok=True)
         runner.probes = folder
-        runner.run(case.inputs)
+        runner.run(case.layout_inputs)
         found = {}
         for path in sorted(folder.glob("*.npy")):
             found.update(read_arrays(path, "a probe", keep_dtype=True))
         return found or None
-    runner.run(case.inputs)
+    runner.run(case.layout_inputs)
     probes = getattr(runner, "probes", None)
     return flatten_packs(dict(probes())) if callable(probes) else None
 
@@ -254,12 +258,19 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
 def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
     """The first intermediate (in refinterp's run order) where the back end's own differs
     from refinterp's beyond the case's loosest output tolerance; refinterp's intermediates are
-    written under `options.probe_dir/<case id>/refinterp/` when that is set."""
-    reference = reference_probes(case)
+    written under `options.probe_dir/<case id>/refinterp/` when that is set, with the run's
+    trace (`trace.txt`, docs/trace.md), whose tensor ids the report names alongside."""
+    from refinterp.trace import Recorder
+
+    recorder = Recorder(case.profile)
+    reference = reference_probes(case, recorder)
+    ids = recorder.names()
     probe_dir = getattr(options, "probe_dir", None)
     root = Path(probe_dir) / case.id.replace("/", "__") if probe_dir else None
     if root is not None:
         write_probes(root / "refinterp", reference)
+        (root / "refinterp" / "trace.txt").write_text(recorder.text(), encoding="utf-8",
+                                                      newline="\n")
     import tempfile
     with tempfile.TemporaryDirectory() as temp:
         theirs = backend_probes(backend, case, (root / "backend") if root else Path(temp))
@@ -277,7 +288,8 @@ def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
         bound = bounds(klass, length)[backend_dtype(have)]
         if have.shape != np.shape(value) or not within(have, value, bound).all():
             return (f"Probes: the first intermediate that diverges is '{name}' "
-                    f"({have.dtype}{list(have.shape)} against refinterp's "
+                    f"(trace id {ids.get(name, '-')}; {have.dtype}{list(have.shape)} against "
+                    f"refinterp's "
                     f"{np.asarray(value).dtype}{list(np.shape(value))})"
                     + (f"; before it {len(agreed)} agree (last: '{agreed[-1]}')" if agreed
                        else "; it is the first one compared"))

@@ -22,7 +22,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--refinterp-suite", metavar="DIR", help="run the cases of a golden suite")
     group.addoption("--refinterp-backend-cmd", metavar="COMMAND",
                     help="the back end: a command with {model} {dir} {inputs} {params} "
-                         "{outputs} {probes}")
+                         "{outputs} {probes} {views}")
     group.addoption("--refinterp-backend", metavar="NAME",
                     help="the back end by name (refinterp:vector, module:attribute, ...)")
     group.addoption("--refinterp-profile", default=None, help="the profile a command follows")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import refinterp.api as api
+from refinterp.golden.layouts import split_id
 from refinterp.harness import explain
 from refinterp.harness.backends import (DEFAULT_TIMEOUT, BackendFailure, CommandBackend,
                                         Unsupported, resolve)
@@ -92,15 +93,18 @@ class Options:
 
 def applicable(cases: list[Case], profile: str) -> list[Case]:
     """The cases a back end following `profile` runs: a case `X@P` replaces `X` for a back end
-    of profile P; variants of other profiles are left out."""
+    of profile P; variants of other profiles are left out; a layout variant `X@view-<kind>`
+    goes with `X`."""
     ids = {c.id for c in cases}
     chosen = []
     for case in cases:
-        base, _, variant = case.id.partition("@")
+        # a layout variant `Y@view-<kind>` is run exactly when `Y` is
+        core = split_id(case.id)[0]
+        base, _, variant = core.partition("@")
         if variant:
             if variant == profile:
                 chosen.append(case)
-        elif f"{case.id}@{profile}" not in ids:
+        elif f"{core}@{profile}" not in ids:
             chosen.append(case)
     return chosen
 
@@ -152,7 +156,7 @@ def check_case(backend: Any, case: Case, options: Options = Options()) -> Outcom
             if phase == "prepare":
                 runner = _timed(lambda: backend.prepare(case), timeout)
             else:
-                outputs = _timed(lambda: runner.run(case.inputs), timeout)
+                outputs = _timed(lambda: runner.run(case.layout_inputs), timeout)
         except Unsupported as skip:
             return Outcome("skip", None, str(skip) or "unsupported", phase)
         except BackendFailure as failure:

@@ -7,6 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from refinterp.golden.layouts import read_layouts, strided_inputs
 from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.io import group_packs, read_arrays
 
@@ -59,6 +60,20 @@ class Case:
     @cached_property
     def inputs(self) -> dict[str, Any]:
         return self._arrays("inputs")
+
+    @cached_property
+    def layouts(self) -> dict[str, Any]:
+        """Input key (packs flattened) -> (flat buffer, `View`) for the inputs the case
+        delivers through a strided view (docs/golden.md "Input layouts (views)"); {} for
+        most cases."""
+        return read_layouts(self.folder, self.manifest)
+
+    @cached_property
+    def layout_inputs(self) -> dict[str, Any]:
+        """What a Python back end is given: `inputs`, except that an input with a view is a
+        real strided NumPy view of its buffer (zero, negative strides, an offset), or the
+        materialized array when the view has a mask."""
+        return strided_inputs(self.inputs, self.layouts)
 
     @cached_property
     def params(self) -> dict[str, Any]:

@@ -51,6 +51,8 @@ from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
 FRAMES_PER_CALL = 60
+# the invocation hook: (event "call" or "return", qualified operator, scoped name, tensors)
+Trace = Callable[[str, str, ScopePath | None, dict[str, Any]], None]
 POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pack of tensors
 
 
@@ -63,13 +65,16 @@ class Executor:
                  params: ParameterStore | DeclaredVariables | None = None,
                  abstract: bool = False,
                  observe: Callable[[str, Any], None] | None = None,
-                 limits: Limits = Limits()) -> None:
+                 limits: Limits = Limits(), trace: Trace | None = None) -> None:
         """`limits` bound the run (docs/limits.md); `max_depth` and `max_iterations`, when
         given, replace those two of them."""
         self.program = program
         # told every tensor a @compose/@update block binds, by its scoped name relative to the
         # root (`conv1`, `block.relu`), in the order they are computed (harness probes)
         self.observe = observe
+        # told every invocation, root included: ("call", operator, scoped name, inputs) before
+        # it runs and ("return", operator, scoped name, outputs) after (refinterp.trace)
+        self.trace = trace
         self.engine = engine
         self.abstract = abstract
         if abstract:
@@ -93,8 +98,18 @@ class Executor:
         # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
         sys.setrecursionlimit(max(sys.getrecursionlimit(),
                                   FRAMES_PER_CALL * self.limits.max_depth + 2000))
-        return self.run_instance(definition, module, invocation, inputs,
-                                 (module.name, definition.name))
+        path = (module.name, definition.name)
+        if self.trace is None:
+            return self.run_instance(definition, module, invocation, inputs, path)
+        qualified = f"{module.name}.{definition.name}"
+        declared = [d.name for d in definition.block("input").entries] \
+            if definition.block("input") is not None else []
+        ordered = {**{n: inputs[n] for n in declared if n in inputs},  # in declaration order
+                   **{n: inputs[n] for n in sorted(inputs) if n not in declared}}
+        self.trace("call", qualified, path, ordered)
+        outputs = self.run_instance(definition, module, invocation, inputs, path)
+        self.trace("return", qualified, path, outputs)
+        return outputs
 
     def run_instance(self, definition: ast.OperatorDef, module: LoadedModule,
                      invocation: Invocation, inputs: dict[str, Any],
@@ -729,7 +744,11 @@ class Executor:
                                         f"{self.limits.max_depth} (--max-depth)", node.span,
                                         [limit_note("--max-depth")], code="E0604")
             self.running.append(".".join(node.callee))
+            if self.trace is not None:
+                self.trace("call", f"{module.name}.{definition.name}", path, inputs)
             outputs = self.run_instance(definition, module, invocation, inputs, path)
+            if self.trace is not None:
+                self.trace("return", f"{module.name}.{definition.name}", path, outputs)
         except Diagnostic as diag:
             if jagged:
                 diag.notes.append(

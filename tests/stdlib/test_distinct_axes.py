@@ -63,6 +63,22 @@ CASES = [
 
 IDS = [case[0] for case in CASES]
 
+# nx (the Nx backend contract, docs/nx.md) takes axes already normalised by the Nx frontend:
+# non-negative, so a duplicate is two equal values. Operator, input name, input, attributes
+# with a duplicated axis.
+C3 = np.arange(48.0).reshape(2, 3, 4, 2)  # complex as a trailing axis of 2
+NX_CASES = [
+    ("nx.reduce_sum", "x", R3, {"axes": [1, 1]}),
+    ("nx.reduce_prod", "x", R3, {"axes": [0, 0]}),
+    ("nx.reduce_max", "x", R3, {"axes": [2, 2]}),
+    ("nx.reduce_min", "x", R3, {"axes": [1, 1]}),
+    ("nx.permute", "t", R3, {"axes": [0, 1, 1]}),
+    ("nx.fft", "t", C3, {"axes": [1, 1]}),
+    ("nx.ifft", "t", C3, {"axes": [2, 2]}),
+    ("nx.rfft", "t", R3, {"axes": [1, 1]}),
+    ("nx.irfft", "t", C3, {"axes": [1, 1]}),
+]
+
 def _evaluate(op: str, array: np.ndarray, attributes: dict) -> dict:
     return api.evaluate(op, inputs={"input": array}, attributes=attributes).outputs
 
@@ -92,6 +108,15 @@ def test_negative_axes_match_positive(op, array, fixed, name, duplicated, negati
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
+@pytest.mark.parametrize("op, name, array, attributes", NX_CASES,
+                         ids=[case[0] for case in NX_CASES])
+def test_nx_duplicate_axes_fail(op, name, array, attributes):
+    with pytest.raises(api.Error) as info:
+        api.evaluate(op, inputs={name: array}, attributes=attributes)
+    assert info.value.code == "E0307"
+    assert "distinct" in str(info.value)
+
+
 def test_catalogue_covered():
     """Every distinctness assertion of the stdlib has a case here."""
     import re
@@ -107,4 +132,4 @@ def test_catalogue_covered():
                 op = match.group(1)
             if re.search(r"!= \.\. ?:", line):
                 found.add(f"{module}.{op}")
-    assert found == set(IDS)
+    assert found == set(IDS) | {case[0] for case in NX_CASES}
