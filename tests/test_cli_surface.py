@@ -346,7 +346,7 @@ def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
             imported.add(node.module)
     imported = {m for m in imported if not m.startswith("refinterp.cli")}
     assert imported and imported <= {"refinterp.api", "refinterp.io", "refinterp.golden",
-                                     "refinterp.harness", "refinterp.trace",
+                                     "refinterp.harness", "refinterp.trace", "refinterp.einsum",
                                      "refinterp.__version__",
                                      "refinterp.core.diagnostics",
                                      "refinterp.language.values"}, imported

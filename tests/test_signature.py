@@ -16,7 +16,7 @@ from refinterp.language.modules import STDLIB_DIR, Loader, LoadedModule
 from refinterp.signature import (Assertion, OperatorSignature, Parameter, module_signatures,
                                  signature, stdlib_modules)
 
-BUNDLED = ["algo", "image", "layout", "linalg", "math", "misc", "nn", "nx", "quant"]
+BUNDLED = ["algo", "image", "layout", "linalg", "math", "misc", "nn", "nx", "ocannl", "quant"]
 
 
 def load(path: Path) -> LoadedModule:

@@ -284,9 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="every 5 s of a long run, name the operators running (default: "
                                "when stderr is a terminal)")
     from refinterp.cli import check, golden  # they use this module's helpers
+    from refinterp.cli import einsum
 
     golden.add_parser(commands, common)
     check.add_parser(commands)
+    einsum.add_parser(commands, common)
     return parser
 
 

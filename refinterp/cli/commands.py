@@ -368,9 +368,17 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
         io.write_params(args.write_params, run.state, "--write-params")
     if args.save_case:
         _save_case(args, target, op, run)
+    return print_outputs(out, outputs, {"operator": run.operator, "profile": run.profile,
+                                        "engine": run.engine})
+
+
+def print_outputs(out: Output, outputs: dict[str, Any], about: dict[str, Any]) -> int:
+    """A run's outputs: name, dtype, shape, min, max, mean of each (with --json, an object of
+    `about` and the summaries)."""
+    from refinterp import api
+
     if out.json_mode:
-        out.data({"operator": run.operator, "profile": run.profile, "engine": run.engine,
-                  "outputs": {name: api.summary(a) for name, a in outputs.items()}})
+        out.data({**about, "outputs": {name: api.summary(a) for name, a in outputs.items()}})
         return EXIT_OK
     out.table(["output", "dtype", "shape", "min", "max", "mean"],
               [[name, s["dtype"], str(s["shape"]), *(_number(s[k]) for k in

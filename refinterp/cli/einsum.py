@@ -1,0 +1,90 @@
+"""`refinterp einsum`: an einsum spec (NumPy or OCANNL notation) or an OCANNL `%cd` one-liner
+as a SkriptND operator (refinterp/einsum.py), printed (`--emit`) or run on input arrays with
+`eval`'s input and output options (docs/ocannl.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from refinterp.cli.output import EXIT_OK, Output, UsageError
+
+# eval's options that einsum reuses, by destination (their definitions stay in arguments.py)
+REUSED = ("inputs", "input", "random", "seed", "output", "save_inputs", "attrib", "profile",
+          "engine")
+
+
+def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Register `einsum`, reusing the option definitions of `eval` (registered before)."""
+    from refinterp.cli.commands import COMMANDS
+
+    parser = commands.add_parser(
+        "einsum", parents=[common],
+        help="translate an einsum spec or OCANNL assignment to SkriptND; print or run it")
+    parser.add_argument("spec", metavar="SPEC",
+                        help="an einsum spec: NumPy 'ij,jk->ik', OCANNL 'b|i->o => o|b->i' or "
+                             "'ij;jk=>ik', a ~logic shorthand '.', '@', 'T'; or a one-liner "
+                             "'c =:+ a * b ~logic:\"ij;jk=>ik\"'")
+    parser.add_argument("--accum", default="=:+", metavar="ASSIGN",
+                        help="the OCANNL accumulation: =: =+ =:+ =- =:* =:@^ =:^^ ... "
+                             "(default =:+)")
+    parser.add_argument("--operation", metavar="OP",
+                        help="the primitive operation by name or infix spelling (relu, *, "
+                             "-?/, where, ...); default: * for two operands, id for one")
+    parser.add_argument("--names", metavar="A,B,...",
+                        help="the operands' names (default a, b, c, ...)")
+    parser.add_argument("--result", metavar="NAME", help="the result's name (default out)")
+    parser.add_argument("--emit", action="store_true",
+                        help="print the SkriptND operator instead of running it")
+    eval_parser = commands.choices["eval"]
+    for action in eval_parser._actions:  # share eval's definitions, as argparse parents do
+        if action.dest in REUSED:
+            parser._add_action(action)
+    parser.set_defaults(random_inputs=False)
+    COMMANDS["einsum"] = cmd_einsum
+
+
+def cmd_einsum(args: argparse.Namespace, out: Output) -> int:
+    """Build the operator; print it (--emit) or run it and summarise or write its outputs."""
+    from refinterp import api, io
+    from refinterp import einsum as front
+    from refinterp.cli.arguments import parse_attribute
+    from refinterp.cli.commands import _limits, load_inputs, print_outputs
+
+    given_inputs = args.inputs or args.input or args.random
+    if args.emit and (given_inputs or args.output or args.save_inputs):
+        raise UsageError("--emit prints the operator; it takes no inputs or output files")
+    if not args.emit and not given_inputs:
+        raise UsageError("give inputs (--inputs, --input, --random) or --emit")
+    if args.seed < 0:
+        raise UsageError(f"--seed: a seed is a non-negative int; got {args.seed}")
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    einsum = front.build(args.spec, names=names, result=args.result, accumulation=args.accum,
+                         operation=args.operation)
+    if args.emit:
+        if out.json_mode:
+            out.data({"operator": einsum.to_sknd()})
+        else:
+            sys.stdout.write(einsum.to_sknd())
+        return EXIT_OK
+    for path, what in ((args.output, "-o"), (args.save_inputs, "--save-inputs")):
+        if path:
+            io.check_writable(path, what, folder_ok=False)
+    limits = _limits(args)
+    attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
+    program = api.load_source(einsum.to_sknd(), path="<einsum>")
+
+    def fixed() -> dict:
+        return api.fixed_inputs(program, op=einsum.operator, attributes=attributes,
+                                profile=args.profile)
+
+    inputs = load_inputs(args, fixed, limits)
+    run = front.evaluate(einsum, inputs, attributes, profile=args.profile, engine=args.engine,
+                         seed=args.seed)
+    outputs = io.flatten_packs(run.outputs)
+    if args.output:
+        io.write_arrays(args.output, outputs, "-o")
+    if args.save_inputs:
+        io.write_arrays(args.save_inputs, io.flatten_packs(run.inputs), "--save-inputs")
+    return print_outputs(out, outputs, {"operator": run.operator})
