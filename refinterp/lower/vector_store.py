@@ -700,15 +700,15 @@ class TapForm:
 
 
 MIN_BLOCKED_TERMS = 64  # a sum of fewer terms per cell is not split into blocks
-BLOCKS = 16  # at most this many blocks (fewer, longer ones where sqrt(count) terms are more)
+BLOCKS = 16  # at most this many blocks; about sqrt(count) / 4 of them below that
 
 
 def _blocks(shape: tuple[int, ...], rest: list[int], present: set[int]
             ) -> tuple[int, list[tuple[int, int]]] | None:
     """How a real contraction's sum is cut into blocks (`BlockedSum`): ranges of its outermost
-    summed axis (contiguous runs of the iteration order), at most `BLOCKS` of them and none
-    shorter than about sqrt(count) terms (more, shorter blocks bound the error more tightly
-    but make more, smaller products); None
+    summed axis (contiguous runs of the iteration order), about sqrt(count) / 4 of them, at
+    most `BLOCKS` (more, shorter blocks bound the error more tightly but cost more passes over
+    the cells); None
     for a short sum, an outermost axis no operand has (a repeated term), or one block."""
     rest = [a for a in rest if shape[a] > 1]  # an axis of extent 1 orders nothing
     if not rest or rest[0] not in present or len(present) >= len(LETTERS):
@@ -718,7 +718,10 @@ def _blocks(shape: tuple[int, ...], rest: list[int], present: set[int]
     inner = count // extent
     if count < MIN_BLOCKED_TERMS:
         return None
-    step = max(1, -(-extent // BLOCKS), round(math.sqrt(count) / inner))
+    # more blocks bound more tightly (fewer cells summed again) but each costs a few passes
+    # over the cells: about sqrt(count) / 4 of them, at least 2 and at most BLOCKS
+    blocks = min(BLOCKS, max(2, round(math.sqrt(count) / 4)))
+    step = max(1, -(-extent // blocks))
     if step >= extent:
         return None
     return rest[0], [(lo, min(lo + step, extent)) for lo in range(0, extent, step)]
@@ -806,13 +809,17 @@ class BlockedSum:
            magnitude: np.ndarray, factors: int) -> "BlockedSum":
         with np.errstate(all="ignore"):
             start = np.array(view, dtype=np.float64)
-            total = start
+            total = start.copy()
             weighted = np.zeros(start.shape)  # sum_b L_b |Q(b-1)|
             absolute = np.zeros(start.shape)  # sum_b |Q(b)|
-            for part, length in zip(parts, lengths):
-                weighted += float(length) * np.abs(total)
-                total = total + part
-                absolute += np.abs(total)
+            scratch = np.empty(start.shape)
+            for part, length in zip(parts, lengths):  # in place: no temporary per block
+                np.abs(total, out=scratch)
+                scratch *= float(length)
+                weighted += scratch
+                total += part
+                np.abs(total, out=scratch)
+                absolute += scratch
             n, blocks, longest = sum(lengths), len(parts), max(lengths)
             reach = np.abs(start) + magnitude
             error = UNIT * (weighted + longest * magnitude +
