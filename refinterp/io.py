@@ -207,11 +207,66 @@ def _check_member_names(members: list[zipfile.ZipInfo], what: str, path: Path) -
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str,
                  path: Path, keep_dtype: bool, limit: int) -> np.ndarray:
     try:
-        stream = archive.open(info)
+        stream = _StoredMember.open(path, info) or archive.open(info)
     except Exception as exc:  # encryption, a damaged local header, ...
         raise _damaged(what, path, info.filename, exc) from None
     with stream:
         return _read_npy(stream, info.file_size, what, path, info.filename, keep_dtype, limit)
+
+
+class _StoredMember(io.RawIOBase):
+    """An uncompressed (stored) member of a zip archive read straight from the file: `readinto`
+    fills the caller's buffer from the file itself (zipfile's member stream copies every
+    chunk through bytes objects: a 466 MB parameter file took 2.4x as long as np.load). The
+    CRC-32 is computed on the way and checked when the member has been read to its end, as
+    zipfile does."""
+
+    def __init__(self, file: BinaryIO, start: int, size: int, crc: int) -> None:
+        super().__init__()
+        self.file, self.start, self.size, self.expected = file, start, size, crc
+        self.position, self.crc = 0, 0
+        file.seek(start)
+
+    @staticmethod
+    def open(path: Path, info: zipfile.ZipInfo) -> "_StoredMember | None":
+        """The member as a stream, or None when it is not stored, encrypted, or its local
+        header is not where the directory says (zipfile's own stream then reports it)."""
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            return None
+        file = open(path, "rb")
+        file.seek(info.header_offset)
+        header = file.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            file.close()
+            return None
+        skip = int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+        return _StoredMember(file, info.header_offset + 30 + skip, info.file_size, info.CRC)
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        wanted = min(len(view), self.size - self.position)
+        got = self.file.readinto(view[:wanted]) if wanted > 0 else 0
+        self.crc = zlib.crc32(view[:got], self.crc)
+        self.position += got
+        if self.position == self.size and self.crc != self.expected:
+            raise zipfile.BadZipFile("Bad CRC-32")
+        return got
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = self.size - self.position if size is None or size < 0 else size
+        buffer = bytearray(max(0, min(wanted, self.size - self.position)))
+        got = self.readinto(buffer) if buffer else 0
+        return bytes(buffer[:got])
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
 
 
 # what reading a file or an archive member may raise: BadZipFile (Bad CRC-32), zlib.error, EOFError

@@ -521,3 +521,27 @@ def test_mutated_valid_files(tmp_path_factory, which: int, mutations: list) -> N
             data = mutate(data, kind, where, value)
     path = tmp_path_factory.mktemp("fuzz") / ("x.npy" if which == 2 else "x.npz")
     read_or_diagnose(write(path, data))
+
+
+def test_a_stored_member_is_read_from_the_file_itself(tmp_path: Path) -> None:
+    """Uncompressed members are read straight into the array (io._StoredMember), across many
+    1 MB chunks, with the local header's own name and extra-field lengths: the same values as
+    np.load, and a flipped byte past the first chunk still fails the CRC-32."""
+    import zipfile
+
+    rng = np.random.default_rng(5)
+    big = rng.standard_normal(300_000)  # 2.4 MB
+    path = tmp_path / "big.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        member = io.BytesIO()
+        np.save(member, big)
+        info = zipfile.ZipInfo("big.npy")
+        info.extra = b"\x99\x99\x04\x00abcd"  # an extra field the reader must skip
+        archive.writestr(info, member.getvalue())
+    np.testing.assert_array_equal(read_arrays(path, "an input file")["big"], big)
+    data = bytearray(path.read_bytes())
+    data[2_000_000] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(Diagnostic) as info_:
+        read_arrays(path, "an input file")
+    assert "CRC" in info_.value.message
