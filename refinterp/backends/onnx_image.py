@@ -15,11 +15,9 @@ Resampling maps to ONNX Resize (opset 18+: `axes`, explicit output `sizes`, anti
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import numpy as np
 
-from refinterp.backends.onnx_graph import TRANSLATIONS, GraphBuilder, translation, positive_axes, unsupported
+from refinterp.backends.onnx_graph import GraphBuilder, positive_axes, translation, unsupported
 
 
 TRANSFORMS = {"SYMMETRIC": "half_pixel", "ASYMMETRIC": "asymmetric", "ALIGNED": "align_corners"}

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from refinterp.backends.onnx_graph import TRANSLATIONS, GraphBuilder, translation, positive_axes, positive_axis, unsupported
+from refinterp.backends.onnx_graph import (TRANSLATIONS, GraphBuilder, positive_axes,
+                                            positive_axis, translation, unsupported)
 
 
 

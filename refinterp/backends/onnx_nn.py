@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from refinterp.backends.onnx_graph import TRANSLATIONS, GraphBuilder, translation, positive_axes, positive_axis, unsupported
+from refinterp.backends.onnx_graph import (TRANSLATIONS, GraphBuilder, positive_axes,
+                                            positive_axis, translation, unsupported)
 
 
 

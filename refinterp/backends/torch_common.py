@@ -8,54 +8,19 @@ never approximates one. Imported only once torch is importable (from `Backend.pr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
+from refinterp.backends.calls import Call, Translation, Translations  # noqa: F401
 from refinterp.harness.backends import Unsupported
 
 REAL, INT, BOOL = torch.float64, torch.int64, torch.bool
 DTYPES = {"real": REAL, "int": INT, "bool": BOOL}
 
 
-@dataclass
-class Call:
-    """One invocation: attributes as in case.json, generics, inputs as torch tensors."""
-
-    attributes: dict[str, Any]
-    inputs: dict[str, Any]
-    generics: list[str] = field(default_factory=list)
-
-    def attr(self, name: str, default: Any = None) -> Any:
-        """The attribute `name` as given, else `default` (the stdlib default)."""
-        return self.attributes.get(name, default)
-
-    def ints(self, name: str, default: Any = None) -> list[int] | None:
-        """An int pack attribute as a list (a single value given for a pack stays a list)."""
-        value = self.attributes.get(name, default)
-        if value is None:
-            return None
-        return list(value) if isinstance(value, (list, tuple)) else [value]
-
-    def __getitem__(self, name: str) -> Any:
-        return self.inputs[name]
-
-    def get(self, name: str) -> Any:
-        """An optional input, None when absent."""
-        return self.inputs.get(name)
-
-
-Translation = Callable[[Call], Any]
-TABLE: dict[str, tuple[Translation, tuple[str, ...]]] = {}
-
-
-def translation(operator: str, *outputs: str) -> Callable[[Translation], Translation]:
-    """Register `function` as the translation of `operator`, returning `outputs` in order."""
-    def register(function: Translation) -> Translation:
-        TABLE[operator] = (function, outputs)
-        return function
-    return register
+TABLE = Translations()
+translation = TABLE.register
 
 
 def unsupported(what: str) -> Unsupported:
