@@ -387,8 +387,8 @@ def test_diff_integer_pow_with_a_negative_exponent():
 def test_diff_unfold_and_fold_spread_non_finite_values():
     """nx.unfold / fold: lax.conv_general_dilated_patches (and its transpose) is a
     convolution with a one-hot kernel, so a NaN or inf in a window reaches every tap of
-    that window as NaN (0 * inf, 0 * NaN); the contract copies / adds values. No golden case
-    has non-finite unfold inputs (see "For the suite")."""
+    that window as NaN (0 * inf, 0 * NaN); the contract copies / adds values (golden/nx:
+    nx.unfold/special_values_stay_in_their_taps, nx.fold/special_values_add_where_they_land)."""
     attrs = {"kernel_size": [2], "stride": [1], "dilation": [1], "padding": [0, 0]}
     x = np.array([[1.0, NAN, 3.0, 4.0]])  # windows [1, nan], [nan, 3], [3, 4]
     got = jax_run("nx.unfold", {"t": x}, attrs)["out"][0]
