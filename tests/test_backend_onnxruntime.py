@@ -426,3 +426,15 @@ def test_bench_tool_prints_one_row_per_back_end(capsys) -> None:
     assert set(rows) == {"refinterp:auto", "onnxruntime"}
     assert rows["refinterp:auto"][1:3] == ["1", "1"] and rows["onnxruntime"][1:3] == ["1", "1"]
     assert rows["refinterp:auto"][-1] == "1.00"
+
+
+def test_an_unknown_back_end_name_lists_the_installed_ones() -> None:
+    """`--backend` with a name nothing defines: the message names the built-in back ends and
+    the entry points installed (this package's own: onnxruntime, torch, jax, jax-jit)."""
+    from refinterp.harness.backends import BackendNameError, resolve
+
+    with pytest.raises(BackendNameError) as info:
+        resolve("no-such-back-end")
+    message = str(info.value)
+    assert "refinterp:auto" in message and "installed:" in message
+    assert all(name in message for name in ("onnxruntime", "torch", "jax"))

@@ -191,9 +191,10 @@ def resolve(name: str) -> Any:
     if name.startswith("refinterp:"):
         raise BackendNameError(f"no built-in back end '{name}'; the built-in ones are "
                                f"{', '.join(BUILT_IN)}")
-    found = None
+    found, installed = None, []
     try:
         entries = metadata.entry_points(group="refinterp.backends")
+        installed = sorted({e.name for e in entries})
         found = next((e for e in entries if e.name == name), None)
     except Exception:  # a broken installed distribution must not hide the others
         found = None
@@ -210,7 +211,8 @@ def resolve(name: str) -> Any:
         else:
             raise BackendNameError(f"no back end '{name}': name a built-in one "
                                    f"({', '.join(BUILT_IN)}), module:attribute, or an entry "
-                                   f"point of the group refinterp.backends")
+                                   f"point of the group refinterp.backends (installed: "
+                                   f"{', '.join(installed) or 'none'})")
     except (ImportError, AttributeError) as error:
         raise BackendNameError(f"cannot load back end '{name}': {error}") from None
     backend = target() if isinstance(target, type) else target
