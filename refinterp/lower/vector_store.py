@@ -699,7 +699,7 @@ class TapForm:
         return np.where(np.broadcast_to(stores, full), np.broadcast_to(product, full), -0.0)
 
 
-MIN_BLOCKED_TERMS = 64  # a sum of fewer terms per cell is not split into blocks
+MIN_BLOCKED_TERMS = 1000  # a shorter sum is not blocked: gamma(n) bounds it well enough
 BLOCKS = 16  # at most this many blocks; about sqrt(count) / 4 of them below that
 
 
