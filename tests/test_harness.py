@@ -290,6 +290,10 @@ def test_probes_name_the_first_diverging_intermediate(tmp_path: Path) -> None:
     assert "last: 'conv2'" in result.explanation
     written = tmp_path / "probes" / "models__small_cnn" / "refinterp"
     assert (written / "conv1.npy").exists() and (written / "probabilities.npy").exists()
+    # the probe names the intermediate by its run-trace id too, and the trace is beside it
+    # (docs/trace.md): act2 is the tensor T9 of small_cnn's trace
+    assert "'act2' (trace id T9;" in result.explanation
+    assert "  bind act2 T9\n" in (written / "trace.txt").read_text()
 
 
 def test_shrink_finds_a_smaller_failing_case(capsys) -> None:

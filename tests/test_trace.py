@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from refinterp import api
 from refinterp.cli import main
-from refinterp.harness import BackendSpec, Options, load_case, run_suite
+from refinterp.harness import load_case
 from refinterp.trace import Recorder, first_fit, run_traced, statistics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,31 +294,3 @@ def test_trace_needs_a_writable_file_before_the_run(tmp_path: Path, capsys) -> N
     assert main(["eval", str(model), "--input", "x=[1.0, 2.0, 3.0, 4.0]",
                  "--trace", str(missing)]) != 0
     assert "--trace" in capsys.readouterr().err and not missing.exists()
-
-
-def test_probes_name_the_trace_ids(tmp_path: Path) -> None:
-    script = tmp_path / "probing.py"
-    script.write_text(f"""
-import sys
-from pathlib import Path
-sys.path.insert(0, {str(ROOT)!r})
-import refinterp.api as api
-from refinterp.harness import load_case
-from refinterp.io import encode_npz, encode_npy, flatten_packs
-case = load_case(sys.argv[1])
-seen = {{}}
-run = api.evaluate(case.model, inputs=case.inputs, params=case.params or None,
-                   observe=lambda n, v: seen.__setitem__(n, v))
-for name, value in flatten_packs(seen).items():
-    Path(sys.argv[3], name + ".npy").write_bytes(encode_npy(value + (name == "act2")))
-Path(sys.argv[2]).write_bytes(encode_npz({{k: v + 1 for k, v in
-                                          flatten_packs(run.outputs).items()}}))
-""")
-    backend = f"{shlex.quote(sys.executable)} {script} {{dir}} {{outputs}} {{probes}}"
-    (result,) = run_suite(ROOT / "golden", BackendSpec(command=backend),
-                          Options(probe_dir=str(tmp_path / "probes")),
-                          include=r"^models/small_cnn$")
-    assert "the first intermediate that diverges is 'act2' (trace id T9;" in \
-        result.explanation
-    trace = (tmp_path / "probes" / "models__small_cnn" / "refinterp" / "trace.txt").read_text()
-    assert "  bind act2 T9\n" in trace

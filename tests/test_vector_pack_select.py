@@ -44,15 +44,19 @@ def test_each_item_follows_its_own_condition(tmp_path, engine) -> None:
 
 
 def test_the_bicubic_grid_sample_runs_vectorised() -> None:
+    """Every padding, aligned or not: the vector engine runs it (no fallback) and gives the
+    independent point-by-point NumPy reference of tests/stdlib/test_image.py."""
+    from .stdlib.test_image import ref_grid_sample
+
     rng = np.random.default_rng(3)
     x, grid = rng.standard_normal((1, 2, 6, 5)), rng.uniform(-1.2, 1.2, (1, 4, 3, 2))
     how = []
     for padding in ("ZEROS", "REPLICATE", "REFLECT"):
-        attributes = {"mode": "CUBIC", "padding": padding}
-        vector = api.evaluate("image.grid_sample", inputs={"input": x, "grid": grid},
-                              attributes=attributes, engine="vector",
-                              log=lambda instance, used: how.append(used)).outputs["output"]
-        scalar = api.evaluate("image.grid_sample", inputs={"input": x, "grid": grid},
-                              attributes=attributes, engine="scalar").outputs["output"]
-        np.testing.assert_allclose(vector, scalar, rtol=1e-9, atol=1e-12)
+        for aligned in (False, True):
+            attributes = {"mode": "CUBIC", "padding": padding, "aligned": aligned}
+            out = api.evaluate("image.grid_sample", inputs={"input": x, "grid": grid},
+                               attributes=attributes, engine="vector",
+                               log=lambda instance, used: how.append(used)).outputs["output"]
+            np.testing.assert_allclose(out, ref_grid_sample(x, grid, "CUBIC", padding, aligned),
+                                       rtol=1e-12, atol=1e-12)
     assert set(how) == {"vector"}, how

@@ -298,10 +298,19 @@ def batch_to_space(c: Call) -> Any:
     return y.permute(perm).reshape([b, ch] + [s * k for k, s in zip(blocks, spatial)])
 
 
-def _depth_layout(c: Call) -> tuple[bool, bool]:
+def _depth_layout(c: Call) -> tuple[Any, bool, bool, list[int], int]:
+    """What space_to_depth and depth_to_space share: the input channels-first (data_format
+    NXC -> NCX), whether it was NXC, blocks_first, the block sizes (none zero) and their
+    volume."""
     fmt = c.attr("data_format", "NCX")
     require(fmt in ("NCX", "NXC"), f"data_format {fmt!r}")
-    return fmt == "NXC", c.attr("blocks_first", True)
+    x = c["input"].movedim(-1, 1) if fmt == "NXC" else c["input"]
+    blocks = c.ints("block_size")
+    _no_zero(blocks)
+    volume = 1
+    for k in blocks:
+        volume *= k
+    return x, fmt == "NXC", c.attr("blocks_first", True), blocks, volume
 
 
 @translation("layout.space_to_depth", "output")
@@ -309,14 +318,9 @@ def space_to_depth(c: Call) -> Any:
     """block_size -> reshape [b, c, s/k, k, ..] and permute; blocks_first -> block position
     major in the channel (DCR) else channel major (CRD, F.pixel_unshuffle's order);
     data_format NXC -> permuted to NCX and back."""
-    x = c["input"]
-    nxc, blocks_first = _depth_layout(c)
-    if nxc:
-        x = x.movedim(-1, 1)
-    blocks = c.ints("block_size")
+    x, nxc, blocks_first, blocks, volume = _depth_layout(c)
     d = len(blocks)
     b, ch, spatial = x.shape[0], x.shape[1], list(x.shape[2:])
-    _no_zero(blocks)
     split = [b, ch]
     for k, s in zip(blocks, spatial):
         split += [s // k, k]
@@ -324,9 +328,6 @@ def space_to_depth(c: Call) -> Any:
     block_axes = [3 + 2 * i for i in range(d)]
     out_axes = [2 + 2 * i for i in range(d)]
     perm = [0] + (block_axes + [1] if blocks_first else [1] + block_axes) + out_axes
-    volume = 1
-    for k in blocks:
-        volume *= k
     y = y.permute(perm).reshape([b, ch * volume] + [s // k for k, s in zip(blocks, spatial)])
     return y.movedim(1, -1) if nxc else y
 
@@ -335,17 +336,9 @@ def space_to_depth(c: Call) -> Any:
 def depth_to_space(c: Call) -> Any:
     """The inverse of space_to_depth (blocks_first -> DCR, else CRD, F.pixel_shuffle's
     order): torch.reshape / permute."""
-    x = c["input"]
-    nxc, blocks_first = _depth_layout(c)
-    if nxc:
-        x = x.movedim(-1, 1)
-    blocks = c.ints("block_size")
+    x, nxc, blocks_first, blocks, volume = _depth_layout(c)
     d = len(blocks)
-    volume = 1
-    for k in blocks:
-        volume *= k
     b, ch, spatial = x.shape[0], x.shape[1], list(x.shape[2:])
-    _no_zero(blocks)
     oc = ch // volume
     y = x.reshape([b] + (blocks + [oc] if blocks_first else [oc] + blocks) + spatial)
     block_at = 1 if blocks_first else 2
