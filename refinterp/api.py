@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -52,10 +52,11 @@ from refinterp.language.modules import (STDLIB_DIR, LoadedModule, Loader, find_o
                                         unknown_operator_notes)
 from refinterp.language.modules import Program as _LoadedProgram
 from refinterp.run.params import ParameterStore
-from refinterp.signature import OperatorSignature, module_signatures, signature as _signature
-from refinterp.signature import stdlib_modules
 from refinterp.syntax import ast
 from refinterp.language.values import NULL, Value
+
+if TYPE_CHECKING:
+    from refinterp.signature import OperatorSignature
 
 Error = Diagnostic
 TensorType = TensorInfo
@@ -93,11 +94,15 @@ class Program:
 
     def operators(self) -> list[OperatorSignature]:
         """The signatures of the main module's operators and graphs, in source order."""
+        from refinterp.signature import module_signatures
+
         return module_signatures(self.loaded.main)
 
     def signature(self, name: str) -> OperatorSignature:
         """The signature of operator or graph `name`: one of the main module's, or `m.op` of
         a module it imports."""
+        from refinterp.signature import signature as _signature
+
         definition, module = self.find(name)
         return _signature(definition, module)
 
@@ -122,6 +127,18 @@ class Program:
             f"no operator or graph '{name}' in {main.path}",
             notes=unknown_operator_notes(tuple(name.split(".")), main, self.loaded.stdlib)
             + ["candidates: " + (", ".join(d.name for d in definitions) or "none")])
+
+
+def __getattr__(name: str) -> Any:
+    """`stdlib_modules` and `OperatorSignature` (refinterp.signature), imported when first
+    asked for: a run needs no signatures (start-up time, docs/architecture.md)."""
+    if name in ("stdlib_modules", "OperatorSignature"):
+        from refinterp import signature as signatures
+
+        value = getattr(signatures, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _CACHE: BoundedCache[tuple[Program, tuple]] = BoundedCache(64)  # recently loaded programs
@@ -167,6 +184,15 @@ def load_source(text: str, *, path: str | Path = "<source>.sknd",
 def load_module(name: str, *, stdlib: str | Path | None = None) -> Program:
     """A standard-library module by qualified name (`"nn"`, `"math"`)."""
     root = Path(stdlib) if stdlib is not None else STDLIB_DIR
+    parts = name.split(".")
+    if len(parts) <= 2 and all(part.isidentifier() for part in parts):
+        # the file the listing below would name, without listing the folder (every
+        # `api.evaluate("math.add", …)` comes here): .sknd before .nnef, as the listing
+        from refinterp.language.modules import EXTENSIONS
+        for ext in EXTENSIONS:
+            candidate = root.joinpath(*parts[:-1], parts[-1] + ext)
+            if candidate.is_file():
+                return load(candidate, stdlib=stdlib)
     modules = stdlib_module_files(root)
     if name in modules:
         return load(modules[name], stdlib=stdlib)
@@ -184,6 +210,8 @@ def operators(module: str | Program, *, stdlib: str | Path | None = None
 
 def signature(name: str, *, stdlib: str | Path | None = None) -> OperatorSignature:
     """The signature of standard operator `module.op` (e.g. `"nn.conv"`)."""
+    from refinterp.signature import signature as _signature
+
     program, definition, module = _target(name, None, stdlib)
     return _signature(definition, module)
 
@@ -504,16 +532,34 @@ def _check_param_names(program: Program, definition: ast.OperatorDef, store: Par
                        values: dict, arrays: dict, generics: tuple, profile: str,
                        stdlib: str | Path | None, limits: Limits) -> None:
     """Before running: every params entry must name a variable the run reaches (checked
-    without values; where the check cannot follow the composition, after the run)."""
-    checked = shapes(program, op=definition.name, attributes=values,
-                     inputs={k: tensor_info(v) for k, v in arrays.items()}, generics=generics,
-                     profile=profile, stdlib=stdlib, max_iterations=limits.max_iterations,
-                     max_depth=limits.max_depth, max_pack_length=limits.max_pack_length)
+    without values; where the check cannot follow the composition, after the run). The
+    check's result depends only on the program and what instantiates the graph, so a second
+    run of the same graph alike (a benchmark, a harness rerun) reuses it."""
+    from refinterp.language.instance import invocation_key
+    inputs = {k: tensor_info(v) for k, v in arrays.items()}
+    key = invocation_key(Invocation(values, inputs, tuple(generics), profile))
+    if key is not None:
+        key = (id(program), definition.name, key, profile, str(stdlib), limits.max_iterations,
+               limits.max_depth, limits.max_pack_length)
+    cached = _CHECKED.get(key) if key is not None else None
+    if cached is not None and cached[0] is program:
+        checked = cached[1]
+    else:
+        checked = shapes(program, op=definition.name, attributes=values, inputs=inputs,
+                         generics=generics, profile=profile, stdlib=stdlib,
+                         max_iterations=limits.max_iterations, max_depth=limits.max_depth,
+                         max_pack_length=limits.max_pack_length)
+        if key is not None:
+            _CHECKED.put(key, (program, checked))
     if not checked.checked:
         return
     for scoped in checked.variables:
         store.used.update(n for n in store.candidates(scoped) if n in store.arrays)
     _reject_unused(store, sorted(checked.variables))
+
+
+# (program, graph, invocation key, profile, stdlib, limits) -> (program, its `shapes` check)
+_CHECKED: BoundedCache[tuple[Program, Any]] = BoundedCache(32)
 
 
 def _reject_unused(store: ParameterStore, variables: list[str] | None = None) -> None:

@@ -24,7 +24,6 @@ tensor size limit.
 from __future__ import annotations
 
 import io
-import json
 import os
 import secrets
 import zipfile
@@ -116,6 +115,8 @@ def read_json(path: str | Path, what: str) -> Any:
         raise _fail(what, path, exc.strerror or _reason(exc)) from None
     except UnicodeDecodeError:
         raise _fail(what, path, "not UTF-8 text") from None
+    import json  # only here (start-up time: a run reads no JSON)
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

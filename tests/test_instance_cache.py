@@ -51,3 +51,69 @@ def test_a_second_run_reuses_the_instances(monkeypatch) -> None:
     z = api.evaluate("math.add", inputs={"x": other, "y": other}).outputs["z"]
     np.testing.assert_array_equal(z, other + other)  # other shapes: a new instance
     assert len(calls) > made
+
+
+GRAPH_WITH_A_VARIABLE = """import nn;
+graph G {
+    @input { x: real[2, 3]; }
+    @output { y: real[2, 4]; }
+    @variable { w: real[4, 3]; }
+    @compose { y = nn.linear(x, w); }
+}
+"""
+
+
+def test_a_second_run_reuses_the_check_of_the_parameter_names(monkeypatch, tmp_path) -> None:
+    """The check without values that every params entry names a variable (`api.shapes`) is
+    made once per program, graph and invocation; a misnamed entry is still refused on every
+    run, and another input shape is checked again."""
+    (tmp_path / "main.sknd").write_text(GRAPH_WITH_A_VARIABLE)
+    program = api.load(tmp_path / "main.sknd")
+    x, w = np.ones((2, 3)), np.arange(12.0).reshape(4, 3)
+    calls = []
+    original = api.shapes
+    monkeypatch.setattr(api, "shapes", lambda *a, **k: calls.append(1) or original(*a, **k))
+    for _ in range(2):
+        y = api.evaluate(program, op="G", inputs={"x": x}, params={"w": w}).outputs["y"]
+        np.testing.assert_array_equal(y, x @ w.T)
+    assert len(calls) == 1
+    for _ in range(2):
+        try:
+            api.evaluate(program, op="G", inputs={"x": x}, params={"w": w, "v": w})
+        except api.Diagnostic as diag:
+            assert diag.code == "E0702" and "'v'" in diag.message
+        else:
+            raise AssertionError("a params entry naming no variable was accepted")
+    assert len(calls) == 1
+    graph_3 = GRAPH_WITH_A_VARIABLE.replace("[2, 3]", "[5, 3]").replace("[2, 4]", "[5, 4]")
+    (tmp_path / "other.sknd").write_text(graph_3)
+    other = api.load(tmp_path / "other.sknd")
+    api.evaluate(other, op="G", inputs={"x": np.ones((5, 3))}, params={"w": w})
+    assert len(calls) == 2
+
+
+def test_a_standard_module_is_found_without_listing_the_library(monkeypatch, tmp_path) -> None:
+    """`api.evaluate("math.add", …)` loads math.sknd by its path; the folder is listed only
+    to explain a module that is not there. `.sknd` wins over `.nnef` as in the listing."""
+    listed = []
+    original = api.stdlib_module_files
+    monkeypatch.setattr(api, "stdlib_module_files",
+                        lambda *a, **k: listed.append(1) or original(*a, **k))
+    x = np.arange(6.0).reshape(2, 3)
+    out = api.evaluate("math.add", inputs={"x": x, "y": x}).outputs["z"]
+    np.testing.assert_array_equal(out, x + x)
+    assert listed == []
+    (tmp_path / "m.nnef").write_text("operator f { @input { x: real[s..]; } "
+                                     "@output { y: real[s..]; } @lower { y[i..] = x[i..], i < s; } }")
+    (tmp_path / "m.sknd").write_text("operator f { @input { x: real[s..]; } "
+                                     "@output { y: real[s..]; } "
+                                     "@lower { y[i..] = -x[i..], i < s; } }")
+    out = api.evaluate("m.f", inputs={"x": x}, stdlib=tmp_path).outputs["y"]
+    np.testing.assert_array_equal(out, -x)
+    try:
+        api.load_module("nosuch", stdlib=tmp_path)
+    except api.Diagnostic as diag:
+        assert "no standard module 'nosuch'" in diag.message
+    else:
+        raise AssertionError("a missing module was found")
+    assert listed == [1]

@@ -265,3 +265,110 @@ def test_the_fingerprint_covers_the_parser() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Path, "read_bytes", edited)
         assert modules._parse_fingerprint() != fingerprint
+
+
+# ------------------------------------------------------------------ definitions read when used
+
+
+def pending(module: modules.LoadedModule) -> list[str]:
+    """The definitions of a module whose blocks have not been read yet."""
+    return [d.name for d in module.tree.definitions if "blocks" not in vars(d)]
+
+
+def test_a_hit_reads_a_definitions_blocks_when_first_used(stdlib: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    fresh = parsed_without_cache(load(stdlib, "math"))
+    forbid_library_parses(monkeypatch, stdlib)
+    cached = load(stdlib, "math")
+    names = [d.name for d in fresh.definitions]
+    assert [d.name for d in cached.tree.definitions] == names
+    assert pending(cached) == names  # loading, imports and the graph check read no blocks
+    assert [d.is_graph for d in cached.tree.definitions] == [d.is_graph for d in fresh.definitions]
+    assert [d.public for d in cached.tree.definitions] == [d.public for d in fresh.definitions]
+    definition, module = modules.find_operator(("add",), cached)
+    assert module is cached and pending(cached) == names  # a look-up by name reads none
+    blocks = definition.blocks
+    assert definition.blocks is blocks  # read once
+    assert pending(cached) == [n for n in names if n != "add"]
+    [expected] = [d for d in fresh.definitions if d.name == "add"]
+    assert definition == expected and spans(definition) == spans(expected)
+    assert list(vars(definition)) == list(vars(expected))  # the same fields, in field order
+    assert definition.span.source is cached.source
+    assert blocks[0].span.source is cached.source
+    assert cached.tree == fresh  # comparing reads every definition
+    assert pending(cached) == []
+    assert spans(cached.tree) == spans(fresh)
+    assert format_module(cached.tree) == format_module(fresh)
+
+
+def test_a_pending_definition_copies_and_pickles_whole(stdlib: Path) -> None:
+    import copy
+
+    fresh = parsed_without_cache(load(stdlib, "lib"))
+    for copied in (lambda d: pickle.loads(pickle.dumps(d)), copy.deepcopy, copy.copy):
+        cached = load(stdlib, "lib")
+        assert pending(cached) == ["twice", "broken"]
+        twice = copied(cached.tree.definitions[0])
+        assert "blocks" in vars(twice) and twice == fresh.definitions[0]
+        assert list(vars(twice)) == list(vars(fresh.definitions[0]))
+    definition = load(stdlib, "lib").tree.definitions[1]
+    with pytest.raises(AttributeError, match="^'OperatorDef' object has no attribute 'nope'$"):
+        definition.nope  # noqa: B018
+    assert not hasattr(definition, "nope") and hasattr(definition, "blocks")
+
+
+def test_threads_read_pending_blocks_once(stdlib: Path) -> None:
+    """Threads asking for the same pending definitions all get the very same blocks."""
+    import threading
+
+    load(stdlib, "math")
+    cached = load(stdlib, "math")
+    assert pending(cached)
+    seen: list[list[int]] = []
+    start = threading.Barrier(8)
+
+    def read() -> None:
+        start.wait()
+        seen.append([id(d.blocks) for d in cached.tree.definitions])
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 8 and all(ids == seen[0] for ids in seen)
+    assert seen[0] == [id(d.blocks) for d in cached.tree.definitions]
+
+
+def test_a_part_that_cannot_be_read_is_parsed_again(stdlib: Path, tmp_path: Path) -> None:
+    """A damaged definition inside an entry that reads (here: a part naming a class no entry
+    may name) is found only when its blocks are asked for: they come from a parse then."""
+    fresh = parsed_without_cache(load(stdlib, "lib"))
+    [entry] = entries(tmp_path)
+    source = SourceFile(str(stdlib / "lib.sknd"), (stdlib / "lib.sknd").read_text())
+    marker, span, imports, definitions = modules._stored_form(fresh)
+    damaged = list(definitions)
+    damaged[1] = (*definitions[1][:4], cache_module.Deferred(print))
+    entry.unlink()
+    modules.parse_disk_cache().store(source.text, (marker, span, imports, tuple(damaged)),
+                                     {"source": source})
+    assert entries(tmp_path) == [entry]
+    cached = load(stdlib, "lib")
+    assert pending(cached) == ["twice", "broken"]
+    assert cached.tree == fresh and spans(cached.tree) == spans(fresh)
+    assert cached.tree.definitions[1].blocks[0].span.source is cached.source
+
+
+def test_the_stored_form_is_checked(stdlib: Path) -> None:
+    """Anything but the stored form of a module reads as no entry (the module is parsed)."""
+    source = SourceFile("lib.sknd", LIBRARY)
+    tree = modules.parse_module(source).module
+    good = modules._stored_form(tree)
+    assert modules._from_stored(good, source) == tree
+    marker, span, imports, definitions = good
+    for bad in (None, tree, (marker, span, imports), ("other", span, imports, definitions),
+                (marker, None, imports, definitions), (marker, span, [1], definitions),
+                (marker, span, imports, ((None, *definitions[0][1:]),)),
+                (marker, span, imports, ((*definitions[0][:4], tree),))):
+        assert modules._from_stored(bad, source) is None

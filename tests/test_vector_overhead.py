@@ -170,18 +170,20 @@ def _blocked_case(rng, scale):
 def test_the_blocked_sum_error_bound_holds(seed, scale):
     """|blocked total - the definition's in-order sum| <= BlockedSum.error in every cell, with
     magnitudes mixed enough that cancellations happen (the definition computed by a Python loop
-    here, one addition at a time from the current value)."""
+    here, one addition at a time from the current value). The bound is computed for any cells
+asked (`add_in_order` asks only for those the gamma(n) bound leaves open): here all."""
     summed, definition, _ = _blocked_case(np.random.default_rng(seed), scale)
     difference = np.abs(summed.total - definition)
     finite = np.isfinite(definition)
-    assert (difference[finite] <= summed.error[finite]).all()
+    error = summed.error(np.arange(summed.total.size))
+    assert (difference[finite] <= error[finite]).all()
 
 
 def test_the_blocked_bound_is_tighter_than_gamma_n():
     """Blocks of 10 of 96 terms: several times below the any-order bound of both sums,
     2 gamma(n + 1) (|current value| + magnitude), which the unblocked sum must use."""
     summed, _, reach = _blocked_case(np.random.default_rng(9), 1.0)
-    assert (summed.error < 2 * VS._gamma(97) * reach / 3).all()
+    assert (summed.error(np.arange(summed.total.size)) < 2 * VS._gamma(97) * reach / 3).all()
 
 
 def test_a_blocked_matmul_resums_few_cells(monkeypatch):
@@ -205,3 +207,12 @@ def test_a_blocked_matmul_resums_few_cells(monkeypatch):
                          for i in range(64)])
     assert np.allclose(out, expected, rtol=1e-9, atol=1e-12)
     assert sum(resummed) < 0.01 * 64 * 64
+
+
+def test_the_blocked_bound_of_some_cells_is_theirs_among_all():
+    """`BlockedSum.error(cells)` recomputes the prefixes of just those cells: the same
+    values as for all cells, picked."""
+    summed, _, _ = _blocked_case(np.random.default_rng(3), 1e8)
+    every = summed.error(np.arange(summed.total.size))
+    some = np.array([0, 7, 8, 31, 39])
+    np.testing.assert_array_equal(summed.error(some), every[some])

@@ -14,7 +14,7 @@ import gc
 import sys
 from typing import Sequence
 
-from refinterp.cli.arguments import build_parser, check_paths, expression_first
+from refinterp.cli.arguments import build_parser, check_paths, command_named, expression_first
 from refinterp.cli.commands import COMMANDS, progress_line
 from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
                                   UsageError)
@@ -37,19 +37,37 @@ def _skip_final_collection() -> None:
         atexit.register(gc.disable)
 
 
+def _import_api_uncollected() -> None:
+    """Import `refinterp.api` (NumPy, the language, the engines: every command goes through
+    it) with the collector paused, then freeze what the imports made (`gc.freeze`): objects
+    that live as long as the process, which a collection during the imports, or any later
+    one, would traverse for nothing (docs/architecture.md "Start-up"). For a command-line
+    process only: an in-process caller of `main` keeps its collector as it is."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        import refinterp.api  # noqa: F401 - imported here for the collector's sake
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `refinterp` console script."""
     _skip_final_collection()
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
-    parser = build_parser()
     arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_named(arguments))
     args = parser.parse_args(expression_first(arguments))
     args.argv = arguments  # as given (eval --save-case records the command)
     out = Output(json_mode=getattr(args, "json", False) is True)  # check: --json FILE
     run = COMMANDS[args.command]
     try:
         check_paths(args)
+        if argv is None:  # the process's own command line, not an in-process caller
+            _import_api_uncollected()
         return run(args, out)
     except Diagnostic as diag:
         out.error(diag)

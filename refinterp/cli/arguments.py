@@ -127,7 +127,17 @@ def _version() -> str:
     return __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMAND_NAMES = ("parse", "fmt", "expr", "ops", "describe", "shapes", "eval", "golden", "check",
+                 "einsum")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line; with `command`, only that command's parser is added
+    (and what it reuses: einsum's options are eval's), which is all `main` needs once the
+    command is known (start-up time; docs/architecture.md "Start-up")."""
+    def wanted(*names: str) -> bool:
+        return command is None or command in names
+
     parser = argparse.ArgumentParser(
         prog="refinterp",
         description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
@@ -173,11 +183,51 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-pack-length", type=int, metavar="N",
                         help="the most tensors in one pack (default 100000)")
 
+    if wanted("parse"):
+        _add_parse(commands, common, stdlib, search)
+    if wanted("fmt"):
+        _add_fmt(commands, common)
+    if wanted("expr"):
+        _add_expr(commands, common, profile)
+    if wanted("ops"):
+        _add_ops(commands, common, stdlib, search)
+    if wanted("describe"):
+        _add_describe(commands, common, stdlib, search)
+    if wanted("shapes"):
+        _add_shapes(commands, common, stdlib, search, profile, invocation, limits)
+    if wanted("eval", "einsum"):
+        _add_eval(commands, common, stdlib, search, profile, invocation, limits)
+    from refinterp.cli import check, golden  # they use this module's helpers
+    from refinterp.cli import einsum
+
+    if wanted("golden"):
+        golden.add_parser(commands, common)
+    if wanted("check"):
+        check.add_parser(commands)
+    if wanted("einsum"):
+        einsum.add_parser(commands, common)
+    return parser
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The command of a command line when it is plain to see — the first argument, or the
+    second after --debug — else None (then every command's parser is built: help, a
+    misspelt command, options before the command)."""
+    first = 1 if argv[:1] == ["--debug"] else 0
+    name = argv[first] if len(argv) > first else None
+    return name if name in COMMAND_NAMES else None
+
+
+def _add_parse(commands: Any, common: argparse.ArgumentParser,
+               stdlib: argparse.ArgumentParser, search: argparse.ArgumentParser) -> None:
     parse_cmd = commands.add_parser(
         "parse", parents=[common, stdlib, search],
         help="parse files (and their imports) and summarise them")
     parse_cmd.add_argument("files", nargs="+", metavar="FILE",
                            help="a .sknd file or a model folder with main.sknd")
+
+
+def _add_fmt(commands: Any, common: argparse.ArgumentParser) -> None:
 
     fmt_cmd = commands.add_parser("fmt", parents=[common],
                                   help="print files in canonical form (or rewrite or check them)")
@@ -190,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print nothing; exit 1 and name each file that is not in canonical "
                            "form")
 
+
+def _add_expr(commands: Any, common: argparse.ArgumentParser,
+              profile: argparse.ArgumentParser) -> None:
     expr_cmd = commands.add_parser("expr", parents=[common, profile],
                                    help="evaluate a compile-time expression")
     expr_cmd.add_argument("expression", metavar="EXPR",
@@ -198,20 +251,28 @@ def build_parser() -> argparse.ArgumentParser:
     expr_cmd.add_argument("--attrib", action="append", default=[], metavar="NAME=VALUE",
                           help="a symbol and its value, a SkriptND literal expression")
 
+
+def _add_ops(commands: Any, common: argparse.ArgumentParser, stdlib: argparse.ArgumentParser,
+             search: argparse.ArgumentParser) -> None:
     ops_cmd = commands.add_parser("ops", parents=[common, stdlib, search],
                                   help="list operators with their kind and signature")
     ops_cmd.add_argument("module", metavar="MODULE|FILE", nargs="?",
                          help="a standard module (nn, math, ...) or a file; default: every "
                               "standard module")
 
+
+def _add_describe(commands: Any, common: argparse.ArgumentParser,
+                  stdlib: argparse.ArgumentParser, search: argparse.ArgumentParser) -> None:
     describe_cmd = commands.add_parser("describe", parents=[common, stdlib, search],
                                        help="print an operator's full signature")
     describe_cmd.add_argument("target", metavar="MODULE.OP|FILE",
                               help="a standard operator such as nn.conv, or a file (with --op)")
     describe_cmd.add_argument("--op", metavar="NAME", help="the operator of FILE to describe")
 
+
+def _add_shapes(commands: Any, *parents: argparse.ArgumentParser) -> None:
     shapes_cmd = commands.add_parser(
-        "shapes", parents=[common, stdlib, search, profile, invocation, limits],
+        "shapes", parents=list(parents),
         help="instantiate an operator, check its composition, print its output shapes")
     shapes_cmd.add_argument("--input", action="append", default=[],
                             metavar="NAME=TYPE[EXTENTS]",
@@ -221,8 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     shapes_cmd.add_argument("--quant", action="store_true",
                             help="also list the @quantize entries and the tensors they attach to")
 
+
+def _add_eval(commands: Any, *parents: argparse.ArgumentParser) -> None:
     eval_cmd = commands.add_parser(
-        "eval", parents=[common, stdlib, search, profile, invocation, limits],
+        "eval", parents=list(parents),
         help="evaluate an operator or graph on input arrays")
     eval_cmd.add_argument("--inputs", metavar="IN.npz",
                           help="input arrays by name (a pack xs as xs.0, xs.1, ...)")
@@ -283,13 +346,6 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                           help="every 5 s of a long run, name the operators running (default: "
                                "when stderr is a terminal)")
-    from refinterp.cli import check, golden  # they use this module's helpers
-    from refinterp.cli import einsum
-
-    golden.add_parser(commands, common)
-    check.add_parser(commands)
-    einsum.add_parser(commands, common)
-    return parser
 
 
 NOT_AN_OPTION = "\x00"  # argv strings cannot hold NUL: a safe mark for "this is no option"

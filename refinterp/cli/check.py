@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
 import sys
 from typing import Any
 
@@ -106,6 +105,8 @@ def cmd_check(args: argparse.Namespace, out: Output) -> int:
     expectations = []
     if args.expect:
         expectations = harness.read_expectations(args.expect)
+    import shlex
+
     rerun = "refinterp check " + " ".join(shlex.quote(a) for a in _rerun_words(args, spec))
     options = harness.Options(policy=args.dtype,
                               override=harness.Override(args.rtol, args.atol, args.ulp),

@@ -3,7 +3,6 @@ or, with --json, one JSON object on stdout."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -32,6 +31,8 @@ class Output:
         """The result of a --json command (warnings added as "warnings" when there are any)."""
         if isinstance(data, dict) and self.warnings:
             data = {**data, "warnings": [w.as_json() for w in self.warnings]}
+        import json  # only with --json (start-up time)
+
         self.result(json.dumps(data))
 
     def table(self, header: list[str], rows: list[list[str]]) -> None:
@@ -58,6 +59,8 @@ class Output:
 
     def error(self, diag: Diagnostic) -> None:
         if self.json_mode:
+            import json
+
             self.result(json.dumps({"error": diag.as_json(),
                                     "warnings": [w.as_json() for w in self.warnings]}))
             return

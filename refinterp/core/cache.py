@@ -17,6 +17,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Generic, Hashable, Mapping, TypeVar
@@ -100,14 +101,55 @@ def cache_root() -> Path | None:
     return base / "refinterp"
 
 
+class Deferred:
+    """A part of a value a `DiskCache` stores as a pickle of its own, inside the entry, and
+    reads only when first asked for (`get`): a reader that needs one definition of a library
+    module unpickles that one only (language.modules). `Deferred(value)` marks what to store
+    so; reading the entry gives a `Deferred` whose `get` unpickles it — under the same checks
+    as the entry (its classes of the allowed modules only, the shared objects by reference) —
+    once, whichever thread asks first; a part that cannot be read raises there, so the caller
+    decides what to do instead (modules.py parses the module again)."""
+
+    __slots__ = ("_value", "_data", "_shared", "_modules")
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+        self._data: bytes | None = None
+
+    @classmethod
+    def _stored(cls, data: bytes, shared: Mapping[str, object],
+                modules: frozenset[str]) -> "Deferred":
+        deferred = cls(None)
+        deferred._data, deferred._shared, deferred._modules = data, shared, modules
+        return deferred
+
+    def get(self) -> object:
+        """The value (unpickled on the first call)."""
+        if self._data is not None:
+            with _READING:
+                if self._data is not None:
+                    self._value = _unpickle(self._data, self._shared, self._modules)
+                    self._data = self._shared = self._modules = None
+        return self._value
+
+
+_READING = threading.RLock()  # one Deferred read at a time: each is read exactly once
+
+
 class _Pickler(pickle.Pickler):
-    """Writes the objects of `shared` as references by name rather than by value."""
+    """Writes the objects of `shared` as references by name rather than by value, and each
+    `Deferred` as a pickle of its own (bytes inside this one)."""
 
     def __init__(self, stream: io.BytesIO, shared: Mapping[str, object]) -> None:
         super().__init__(stream, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = shared
         self._names = {id(value): name for name, value in shared.items()}
 
-    def persistent_id(self, obj: object) -> str | None:  # noqa: D102 - pickle's hook
+    def persistent_id(self, obj: object) -> object:  # noqa: D102 - pickle's hook
+        if type(obj) is Deferred:
+            part = io.BytesIO()
+            _Pickler(part, self._shared).dump(obj.get())
+            return ("deferred", part.getvalue())
         return self._names.get(id(obj))
 
 
@@ -122,6 +164,9 @@ class _Unpickler(pickle.Unpickler):
         self._modules = modules
 
     def persistent_load(self, pid: object) -> object:  # noqa: D102 - pickle's hook
+        if type(pid) is tuple and len(pid) == 2 and pid[0] == "deferred" and \
+                type(pid[1]) is bytes:
+            return Deferred._stored(pid[1], self._shared, self._modules)
         if not isinstance(pid, str) or pid not in self._shared:
             raise pickle.UnpicklingError(f"unknown shared object {pid!r}")
         return self._shared[pid]
@@ -172,13 +217,7 @@ class DiskCache:
             header = self._header(digest)
             if not data.startswith(header):
                 return None
-            collecting = gc.isenabled()
-            gc.disable()  # unpickling makes many objects, all kept: collecting finds nothing
-            try:
-                return _Unpickler(io.BytesIO(data[len(header):]), shared, self.modules).load()
-            finally:
-                if collecting:
-                    gc.enable()
+            return _unpickle(memoryview(data)[len(header):], shared, self.modules)
         except Exception:  # noqa: BLE001 - a cache entry that cannot be read is no entry
             return None
 
@@ -207,6 +246,18 @@ class DiskCache:
                     os.unlink(temporary)
                 except OSError:
                     pass
+
+
+def _unpickle(data: bytes | memoryview, shared: Mapping[str, object],
+              modules: frozenset[str]) -> object:
+    """What `_Pickler` wrote (raises if it cannot be read)."""
+    collecting = gc.isenabled()
+    gc.disable()  # unpickling makes many objects, all kept: collecting finds nothing
+    try:
+        return _Unpickler(io.BytesIO(data), shared, modules).load()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _digest(text: str) -> str:

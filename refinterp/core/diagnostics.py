@@ -13,7 +13,6 @@ never as a Python traceback (see docs/architecture.md).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -126,6 +125,8 @@ def did_you_mean(name: str, choices: list[str], quote: bool = True,
                  show: Callable[[str], str] | None = None) -> str | None:
     """THE did-you-mean note: `did you mean 'a' or 'b'?` for the (at most three) choices close
     to `name`, or None; `show` spells a choice (e.g. qualified with its module)."""
+    import difflib  # only for a mistake (start-up time)
+
     close = difflib.get_close_matches(name, choices)
     if not close:
         return None

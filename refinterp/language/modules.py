@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import refinterp
 from refinterp.core import source as source_module
-from refinterp.core.cache import BoundedCache, DiskCache
+from refinterp.core.cache import BoundedCache, Deferred, DiskCache
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
-from refinterp.core.source import SourceFile
+from refinterp.core.source import SourceFile, Span
 from refinterp.syntax import ast
 from refinterp.syntax.parser import ParseResult, parse_module
 
@@ -88,7 +89,7 @@ _PARSED: BoundedCache[tuple[SourceFile, ParseResult]] = BoundedCache(256)
 
 # Bump when the way parse results are stored changes without any file of the fingerprint
 # changing.
-PARSE_CACHE_FORMAT = 1
+PARSE_CACHE_FORMAT = 2
 
 
 def _parse_fingerprint() -> str | None:
@@ -120,18 +121,106 @@ def parse_disk_cache() -> DiskCache | None:
 def _parse_stored(source: SourceFile) -> ParseResult:
     """Parse `source`, or read the result a previous process stored for the same text. Only
     results without warnings are stored (a warning is a Diagnostic, an exception: not worth
-    trusting to pickle); the tree's spans point to `source` either way."""
+    trusting to pickle); the tree's spans point to `source` either way. A stored module keeps
+    each definition's blocks apart, read when first used (`_stored_form`)."""
     cache = parse_disk_cache()
     if cache is None:
         return parse_module(source)
     shared = {"source": source}
-    stored = cache.load(source.text, shared)
-    if isinstance(stored, ParseResult) and isinstance(stored.module, ast.Module):
-        return stored
+    module = _from_stored(cache.load(source.text, shared), source)
+    if module is not None:
+        return ParseResult(module, ())
     result = parse_module(source)
     if not result.warnings:
-        cache.store(source.text, result, shared)
+        cache.store(source.text, _stored_form(result.module), shared)
     return result
+
+
+def _stored_form(module: ast.Module) -> tuple:
+    """What the disk cache keeps of a parsed library module: its span and imports and, per
+    definition, what loading and look-ups read (span, name, graph or not, public or not) with
+    the blocks as a part of their own (`core.cache.Deferred`): a one-op graph uses one
+    definition of math.sknd's 71, and unpickling the others cost more than all the rest of
+    loading (docs/architecture.md "Start-up")."""
+    return (_STORED_MODULE, module.span, module.imports,
+            tuple((d.span, d.name, d.is_graph, d.public, Deferred(d.blocks))
+                  for d in module.definitions))
+
+
+_STORED_MODULE = "module, definitions' blocks deferred"
+
+
+def _from_stored(stored: object, source: SourceFile) -> ast.Module | None:
+    """The module `_stored_form` kept, its definitions reading their blocks when first asked
+    (`ast.OperatorDef.pending`); None for anything else (the module is then parsed)."""
+    try:
+        marker, span, imports, definitions = stored  # type: ignore[misc]
+        if marker != _STORED_MODULE or not isinstance(imports, tuple) or \
+                not all(isinstance(i, ast.Import) for i in imports):
+            return None
+        reparsed = _Reparse(source)
+        made = []
+        for index, (def_span, name, is_graph, public, blocks) in enumerate(definitions):
+            if not (isinstance(name, str) and isinstance(def_span, Span) and
+                    type(is_graph) is bool and type(public) is bool and
+                    type(blocks) is Deferred):
+                return None
+            made.append(ast.OperatorDef.pending(
+                name, _PendingBlocks(blocks, reparsed, index, name), is_graph=is_graph,
+                public=public, span=def_span))
+        if not isinstance(span, Span):
+            return None
+        return ast.Module(imports, tuple(made), span=span)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Reparse:
+    """The module parsed again, once, for a definition whose stored blocks cannot be read."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
+        self.module: ast.Module | None = None
+
+    def definitions(self) -> tuple[ast.OperatorDef, ...]:
+        if self.module is None:
+            self.module = parse_module(self.source).module
+        return self.module.definitions
+
+
+class _PendingBlocks:
+    """The blocks of a stored definition: read from the entry when first asked for, or, if that
+    part cannot be read (a damaged entry), taken from the module parsed again — the same
+    blocks either way. The same tuple whichever thread asks, however often."""
+
+    __slots__ = ("stored", "reparsed", "index", "name", "blocks")
+
+    def __init__(self, stored: Deferred, reparsed: _Reparse, index: int, name: str) -> None:
+        self.stored, self.reparsed, self.index, self.name = stored, reparsed, index, name
+        self.blocks: tuple[ast.Block, ...] | None = None
+
+    def __call__(self) -> tuple[ast.Block, ...]:
+        if self.blocks is None:
+            with _READING_BLOCKS:
+                if self.blocks is None:
+                    self.blocks = self._read()
+        return self.blocks
+
+    def _read(self) -> tuple[ast.Block, ...]:
+        try:
+            blocks = self.stored.get()
+            if type(blocks) is tuple and all(type(b) is ast.Block for b in blocks):
+                return blocks
+        except Exception:  # noqa: BLE001 - a part that cannot be read is parsed again
+            pass
+        definitions = self.reparsed.definitions()
+        if self.index >= len(definitions) or definitions[self.index].name != self.name:
+            raise RuntimeError(f"the parse cache entry of {self.reparsed.source.path} does "
+                               f"not match its text")  # the entry's key is the text's hash
+        return definitions[self.index].blocks
+
+
+_READING_BLOCKS = threading.RLock()
 
 
 def _parsed(path: Path, library: bool = False) -> tuple[SourceFile, ParseResult]:

@@ -9,12 +9,9 @@ where `rules` is refinterp.numeric.rules.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Union
-
-from refinterp.syntax.printer import quote_string
 
 
 class _Null:
@@ -67,6 +64,8 @@ def format_literal(value: Value) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
+        from refinterp.syntax.printer import quote_string  # not needed by a run (start-up)
+
         return quote_string(value)
     if isinstance(value, tuple):
         return "[" + ", ".join(format_literal(v) for v in value) + "]"
@@ -98,4 +97,6 @@ def to_json_data(value: Value) -> Any:
 
 def to_json(value: Value) -> str:
     """One JSON value; infinities as `Infinity` / `-Infinity` (and NaN as `NaN`)."""
+    import json
+
     return json.dumps(to_json_data(value))

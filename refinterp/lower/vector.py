@@ -36,9 +36,9 @@ from refinterp.lower.plan import (Formula, allocation_shape, derived, lowering_p
 from refinterp.lower.scalar import allocate_outputs, lowered_outputs, lowering_arrays, run_formula
 from refinterp.lower.vector_access import Inputs, Read
 from refinterp.lower.vector_eval import BoxEvaluator, Scope, truth
-from refinterp.lower.vector_space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, Box, Fallback,
-                                          FormulaFacts, Mask, anywhere, both, plan_boxes,
-                                          scalar_axes)
+from refinterp.lower.vector_space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, Box, Boxes,
+                                          Fallback, FormulaFacts, Mask, anywhere, both,
+                                          contraction_box, plan_boxes, scalar_axes)
 from refinterp.lower.vector_store import Stores
 from refinterp.numeric import array_rules as A
 from refinterp.numeric import rules
@@ -135,6 +135,11 @@ def _restore(target: Any, saved: Any) -> None:
         np.copyto(target, saved)
 
 
+class _NotAContraction(Exception):
+    """A box planned for a contraction (`contraction_box`) is not one after all: raised
+    before anything is written, so the formula is boxed again as any other."""
+
+
 class VectorFormula:
     """Runs one formula over its iteration space, box by box.
 
@@ -171,7 +176,21 @@ class VectorFormula:
             total = math.prod(axis.size for axis in facts.axes)
             if steps and total // steps < MIN_CELLS_PER_STEP:
                 raise Fallback("too few output cells per sequential step")
-        boxes = plan_boxes(facts, self.arrays, scalar, self.max_memory)
+        whole = contraction_box(facts, self.arrays, scalar, self.max_memory) \
+            if self.kind == "real" else None
+        if whole is not None:
+            try:
+                self.run_boxes(whole, contraction_only=True)
+                return
+            except _NotAContraction:  # nothing written: box it as any formula
+                pass
+        self.run_boxes(plan_boxes(facts, self.arrays, scalar, self.max_memory))
+
+    def run_boxes(self, boxes: Boxes, contraction_only: bool = False) -> None:
+        """Run the formula box by box. `contraction_only`: the boxes were planned for a
+        contraction (`contraction_box`); a box whose store turns out not to be one raises
+        `_NotAContraction` before writing anything."""
+        facts, formula = self.facts, self.formula
         if len(boxes.spans) > 1:
             self.initialise()  # the copy below must be of the zeros
         stores = Stores(formula, self.kind, self.profile, self.arrays, facts.reads_output,
@@ -185,9 +204,10 @@ class VectorFormula:
             self.saved = [a.copy() for a in target] if isinstance(target, list) else \
                 target.copy()
         for spans in boxes.spans:
-            self.run_box(Box(formula, facts.axes, spans, boxes.sequential), stores)
+            self.run_box(Box(formula, facts.axes, spans, boxes.sequential), stores,
+                         contraction_only)
 
-    def run_box(self, box: Box, stores: Stores) -> None:
+    def run_box(self, box: Box, stores: Stores, contraction_only: bool = False) -> None:
         f = self.formula
         ev = BoxEvaluator(self.scope, box)
         for local in f.locals:
@@ -209,6 +229,8 @@ class VectorFormula:
             reads = [ev.factor(node, cond) for node in nodes]
         else:
             value = ev.visit(f.value, cond)
+        if contraction_only and reads is None:
+            raise _NotAContraction()
         item, target = self.output_target(ev, cond)
         raw = ev.index_values(f.access, cond, storing=True)[0]
         unguarded = both(box.live, cond)  # the iterations the store's guards may skip
@@ -220,6 +242,8 @@ class VectorFormula:
             out = stores.output_view(box, target, positions)
             if out is not None and stores.contract(box, out[0], out[1], reads, valid):
                 return
+            if contraction_only:
+                raise _NotAContraction()
             if out is None and stores.add_by_taps(box, target, raw, reads, unguarded):
                 return
             if any(read.padded for read in reads):

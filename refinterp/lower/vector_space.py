@@ -251,6 +251,60 @@ def split_order(facts: FormulaFacts, arrays: dict[str, Any], rest: list[int]) ->
     return sorted(rest, key=lambda a: (cost[a], rest.index(a)))
 
 
+# A contraction run as one box (`contraction_box`): bytes per element of its factors (the
+# views themselves, a contiguous copy for BLAS, its blocks) and per output cell (the sum, its
+# magnitude and error bound, the block sums: up to 16, and scratch arrays)
+CONTRACTION_FACTOR_BYTES = 3 * 8
+CONTRACTION_CELL_BYTES = 24 * 8
+
+
+def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int],
+                    max_memory: int) -> Boxes | None:
+    """One box for the whole iteration space of a `+=` of a product of tensor accesses
+    (matmul, linear, convolution), when what it really allocates fits `max_memory`: a
+    contraction (`Stores.contract`) never makes an array over the iteration space, only over
+    each factor's own axes and over the output cells, where `plan_boxes` counts
+    BYTES_PER_ITERATION for every iteration (a convolution of 224M iterations then ran in six
+    boxes, each with its own contraction, bounds and block sums). The estimate: per factor,
+    per local and the output, the product of the extents of the axes its indices mention
+    (a factor's array has exactly those axes). None when the formula is not of that form
+    (a condition, a sequential axis, an output read, fewer than two factors, a factor that
+    is not a tensor access) or does not fit; the caller must run the box as a contraction or
+    plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
+    f = facts.formula
+    if f.op != "+=" or f.condition is not None or f.item is not None or scalar or \
+            facts.reads_output or not isinstance(arrays.get(f.output), np.ndarray):
+        return None
+    factors: list[ast.Expr] = []
+    node = f.value
+    while isinstance(node, ast.Binary) and node.op == "*":
+        factors.append(node.right)
+        node = node.left
+    factors.append(node)
+    if len(factors) < 2 or not all(
+            isinstance(x, ast.Subscript) and isinstance(x.base, ast.Name) and
+            isinstance(arrays.get(x.base.name), np.ndarray) for x in factors):
+        return None
+    local_names = {local.name: free_names(local.value) for local in f.locals}
+
+    def cells(nodes: tuple) -> int:
+        names: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Node):
+                names |= free_names(node)
+        for name in list(names):
+            names |= local_names.get(name, set())
+        return math.prod(axis.size for axis in facts.axes if axis.name in names)
+
+    footprint = CONTRACTION_FACTOR_BYTES * sum(
+        cells(tuple(x.items)) for x in factors) + \
+        CONTRACTION_CELL_BYTES * cells(tuple(f.access)) + \
+        BYTES_PER_ITERATION * sum(cells((local.value,)) for local in f.locals)
+    if footprint > max_memory:
+        return None
+    return Boxes([[(0, axis.size) for axis in facts.axes]], frozenset(), False)
+
+
 Spans = list[tuple[int, int]]  # per axis, the values [lo, hi) a box covers
 
 

@@ -12,7 +12,9 @@ Later stages classify them with the declarations in scope.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
+import types
 from dataclasses import field
 from reprlib import recursive_repr
 from typing import Any, Callable, Union
@@ -88,7 +90,33 @@ def _in_init_order(fields: tuple) -> list:
 
 
 def _compiled(cls: type, fields: tuple) -> tuple[Callable, ...]:
-    """__init__, __repr__, __eq__ and __hash__ as dataclasses writes them, compiled at once."""
+    """__init__, __repr__, __eq__ and __hash__ as dataclasses writes them. Only __init__ is
+    compiled (it makes every node a parse makes: it must be as fast as dataclasses'); the
+    others are closures over the field names, which return what dataclasses' methods return
+    (compiling them too cost a third of this module's import time)."""
+    init = _init(cls, fields, _parameters(fields))
+    init.__annotations__ = {**{f.name: f.type for f in _in_init_order(fields)}, "return": None}
+    shown = tuple(f.name for f in fields if f.repr)
+    compared = _items([f.name for f in fields if f.compare])
+    hashed = _items([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
+
+    def __repr__(self):  # type: ignore[no-untyped-def] - as dataclasses': unannotated
+        return self.__class__.__qualname__ + \
+            f"({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
+
+    def __eq__(self, other):  # type: ignore[no-untyped-def]
+        if other.__class__ is self.__class__:
+            return compared(self) == compared(other)
+        return NotImplemented
+
+    def __hash__(self):  # type: ignore[no-untyped-def]
+        return hash(hashed(self))
+    return init, __repr__, __eq__, __hash__
+
+
+def _parameters(fields: tuple) -> list[str]:
+    """The parameters of a node class's __init__: `self`, then `name` or
+    `name=__default_name` in init order, with `*` before the keyword-only ones."""
     parameters, seen_default = ["self"], False
     for f in _in_init_order(fields):
         if f.kw_only and "*" not in parameters:
@@ -100,32 +128,75 @@ def _compiled(cls: type, fields: tuple) -> tuple[Callable, ...]:
         else:
             seen_default = seen_default or not f.kw_only
             parameters.append(f"{f.name}=__default_{f.name}")
-    values: dict[str, Any] = {"__set": object.__setattr__}
-    values.update((f"__default_{f.name}", f.default) for f in fields)
-    assign = "".join(f"\n        __set(self, {f.name!r}, {f.name})" for f in fields)
-    shown = ", ".join(f"{f.name}={{self.{f.name}!r}}" for f in fields if f.repr)
-    compared = [f.name for f in fields if f.compare]
-    hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+    return parameters
 
-    def items(owner: str, names: list[str]) -> str:
-        return f"({''.join(f'{owner}.{name},' for name in names)})"
-    source = f"""def make({', '.join(values)}):
+
+def _init_source(fields: tuple, parameters: list[str]) -> str:
+    """The source of `make(__set, defaults...)`, which returns the __init__ of a node class with
+    `fields` and `parameters` (`name` or `name=__default_name`, `*`): each field set in field
+    order with object.__setattr__, as dataclasses' frozen __init__ does."""
+    values = ["__set", *(f"__default_{f.name}" for f in fields)]
+    assign = "".join(f"\n        __set(self, {f.name!r}, {f.name})" for f in fields)
+    return f"""def make({', '.join(values)}):
     def __init__({', '.join(parameters)}):{assign or ' pass'}
-    def __repr__(self):
-        return self.__class__.__qualname__ + f"({shown})"
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return {items('self', compared)} == {items('other', compared)}
-        return NotImplemented
-    def __hash__(self):
-        return hash({items('self', hashed)})
-    return __init__, __repr__, __eq__, __hash__"""
-    namespace: dict[str, Any] = {}
-    exec(source, sys.modules[cls.__module__].__dict__, namespace)  # as dataclasses does
-    methods = namespace["make"](**values)
-    methods[0].__annotations__ = {**{f.name: f.type for f in _in_init_order(fields)},
-                                  "return": None}
-    return methods
+    return __init__"""
+
+
+# The compiled __init__ of each shape of node class: (field names in field order, parameters
+# with placeholder names) -> code object. Classes of one shape differ only in their names.
+_INIT_CODE: dict[tuple, types.CodeType] = {}
+
+
+def _init(cls: type, fields: tuple, parameters: list[str]) -> Callable:
+    """The __init__ of `_init_source`, compiled once per shape: an __init__ differs from
+    another of the same shape only in its names (parameters, and the field names it passes to
+    object.__setattr__), so the shape's code object with the names replaced is the code
+    object the class's own source compiles to, but for the columns of its position table
+    (tests/test_startup_imports.py checks this class by class). Compiling 51 __init__s cost
+    a third of this module's import time; there are 8 shapes."""
+    names = [f.name for f in fields]
+    placeholder = {name: f"_{index}_" for index, name in enumerate(names)}
+    shape = (tuple(placeholder[n] for n in names),
+             tuple(_renamed(p, placeholder) for p in parameters))
+    code = _INIT_CODE.get(shape)
+    if code is None:
+        named = [dataclasses.field() for _ in names]
+        for f, name in zip(named, shape[0]):
+            f.name = name
+        namespace: dict[str, Any] = {}
+        exec(_init_source(tuple(named), list(shape[1])), {}, namespace)
+        code = next(c for c in namespace["make"].__code__.co_consts
+                    if isinstance(c, types.CodeType))
+        _INIT_CODE[shape] = code
+    real = {v: k for k, v in placeholder.items()}
+    code = code.replace(co_varnames=tuple(real.get(v, v) for v in code.co_varnames),
+                        co_consts=tuple(real.get(c, c) if type(c) is str else c
+                                        for c in code.co_consts))
+    init = types.FunctionType(code, sys.modules[cls.__module__].__dict__, "__init__",
+                              None, (types.CellType(object.__setattr__),))
+    defaults = [f.default for f in _in_init_order(fields)
+                if f.default is not dataclasses.MISSING and not f.kw_only]
+    init.__defaults__ = tuple(defaults) or None
+    init.__kwdefaults__ = {f.name: f.default for f in fields
+                           if f.kw_only and f.default is not dataclasses.MISSING} or None
+    return init
+
+
+def _renamed(parameter: str, placeholder: dict[str, str]) -> str:
+    """A parameter with its placeholder name and without its default: defaults are the
+    function's (`__defaults__`), not its code's."""
+    name = parameter.partition("=")[0]
+    return placeholder.get(name, name)  # self and * stay
+
+
+def _items(names: list[str]) -> Callable[[Any], tuple]:
+    """The tuple of a node's fields `names`, in order (what dataclasses compares and hashes)."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        get = operator.attrgetter(names[0])
+        return lambda node: (get(node),)
+    return lambda node: ()
 
 
 def _frozen_setattr(cls: type, names: tuple[str, ...]) -> Callable:
@@ -619,6 +690,39 @@ class OperatorDef(Node):
     def block(self, kind: str) -> Block | None:
         """The first block of the given kind, if any."""
         return next((b for b in self.blocks if b.kind == kind), None)
+
+    # A definition read from the parse cache (language.modules) holds, until its blocks are
+    # first asked for, a function giving them in their place (its __dict__ key _PENDING);
+    # the first `blocks` read calls it and puts the blocks where a parsed definition has them
+    # (the same fields, in the same order). Every other field is there from the start.
+
+    @classmethod
+    def pending(cls, name: str, read: Callable[[], tuple[Block, ...]], *, is_graph: bool,
+                public: bool, span: Span) -> "OperatorDef":
+        """The definition `name` whose blocks `read()` gives when they are first used."""
+        definition = object.__new__(cls)
+        object.__setattr__(definition, "__dict__", {"span": span, "name": name, _PENDING: read,
+                                                    "is_graph": is_graph, "public": public})
+        return definition
+
+    def __getattr__(self, name: str) -> Any:
+        read = self.__dict__.get(_PENDING) if name == "blocks" else None
+        if read is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
+                                 name=name, obj=self)
+        blocks = read()
+        object.__setattr__(self, "__dict__", {
+            ("blocks" if key == _PENDING else key): (blocks if key == _PENDING else value)
+            for key, value in self.__dict__.items()})  # one swap: no reader sees half of it
+        return blocks
+
+    def __getstate__(self) -> dict[str, Any]:
+        if _PENDING in self.__dict__:
+            self.blocks  # noqa: B018 - read them: a pickle or copy holds the blocks
+        return self.__dict__
+
+
+_PENDING = "_pending_blocks"
 
 
 @dataclass(frozen=True)

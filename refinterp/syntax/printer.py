@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, fields
-from difflib import SequenceMatcher
 
 from refinterp.core.diagnostics import Diagnostic, SyntaxDiagnostic
 from refinterp.core.source import SourceFile, Span
@@ -712,6 +711,8 @@ def _fill(source: list[tuple], printed: list[tuple], mapping: list[int | None],
           start: tuple[int, int], stop: tuple[int, int]) -> None:
     """Match the equal tokens of a skipped stretch (`import a, b` printed `import a; import b`
     skips `, b`): a longest common subsequence, cheap because the stretch is short."""
+    from difflib import SequenceMatcher  # rarely needed (start-up time)
+
     (i, j), (end_i, end_j) = start, stop
     matcher = SequenceMatcher(None, source[i:end_i], printed[j:end_j], autojunk=False)
     for a, b, size in matcher.get_matching_blocks():
