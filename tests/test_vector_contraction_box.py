@@ -1,13 +1,10 @@
-"""A contraction runs as one box when what it allocates fits the memory budget, and as one
-batched BLAS product where it is one (issue 21; docs/architecture.md "The vector engine",
-bullets "Stores" and "Memory").
+"""A contraction runs as one box when what it allocates fits the memory budget (issue 21;
+docs/architecture.md "The vector engine", bullets "Memory" and "Summation order").
 
 - `vector_space.contraction_box`: a `+=` of a product of tensor accesses is planned by what
   a contraction really allocates (each factor's own axes, the output cells), not 48 bytes
   per iteration; a box that turns out not to be a contraction is boxed again as any formula,
   before anything is written.
-- `vector_store._batched_product`: any two-factor contraction as one `np.matmul` over a
-  batch, against `np.einsum` written here.
 - `vector_store._unsettled`: the cheaper form of the test "fits half the engines'
   tolerance" never accepts a cell the plain form rejects, and never accepts an infinite sum.
 
@@ -111,46 +108,6 @@ def test_a_conditional_product_is_not_planned_as_a_contraction(monkeypatch):
     keep = np.arange(7) != 3
     np.testing.assert_allclose(out, a[:, keep] @ b[keep], rtol=1e-12)
     assert len([1 for formula_op, _ in boxes if formula_op == "+="]) > 1
-
-
-# ----------------------------------------------------------------- batched BLAS products
-
-
-@pytest.mark.parametrize("spec, shapes", [
-    ("ab,bc->ac", [(4, 5), (5, 3)]),
-    ("abc,acd->abd", [(3, 4, 5), (3, 5, 6)]),            # a batch letter
-    ("zab,zbc->zac", [(2, 3, 4), (2, 4, 5)]),
-    ("bzc,ozc->zbo", [(1, 4, 6), (7, 4, 6)]),             # a blocked linear layer
-    ("ab,cb->ca", [(4, 5), (3, 5)]),                      # output letters in another order
-    ("abcd,ecd->aeb", [(2, 3, 4, 5), (6, 4, 5)]),         # several summed letters
-    ("ab,c->abc", [(2, 3), (4,)]),                        # an outer product: nothing summed
-    ("ab,bc->ac", [(0, 5), (5, 3)]),                      # an empty extent
-    ("ab,bc->ac", [(4, 0), (0, 3)]),                      # an empty sum: zeros
-])
-def test_a_batched_product_equals_einsum(spec, shapes):
-    operands = [RNG.standard_normal(shape) for shape in shapes]
-    result = VS._batched_product(spec, operands)
-    assert result is not None
-    np.testing.assert_allclose(result, np.einsum(spec, *operands), rtol=1e-12, atol=1e-12)
-
-
-def test_a_batched_product_of_convolution_windows_equals_einsum():
-    x = RNG.standard_normal((2, 4, 9, 9))
-    windows = sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]  # strided views
-    w = RNG.standard_normal((5, 4, 3, 3))
-    spec = "bchwij,ocij->bohw"
-    np.testing.assert_allclose(VS._batched_product(spec, [windows, w]),
-                               np.einsum(spec, windows, w), rtol=1e-12)
-
-
-@pytest.mark.parametrize("spec, shapes", [
-    ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 5)]),  # three factors
-    ("ab->a", [(2, 3)]),                          # one
-    ("aa,ab->b", [(3, 3), (3, 4)]),               # a repeated letter (a diagonal)
-    ("ab,ac->a", [(2, 3), (2, 4)]),               # letters summed within one factor
-])
-def test_what_is_no_batched_product(spec, shapes):
-    assert VS._batched_product(spec, [RNG.standard_normal(s) for s in shapes]) is None
 
 
 # ----------------------------------------------------------------- the tolerance test

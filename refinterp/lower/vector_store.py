@@ -1012,10 +1012,8 @@ def _block_sums(spec: str, operands: list[np.ndarray], subscripts: list[str], ax
         split_operands.append(operand)
         split_subscripts.append(sub)
     split_spec = ",".join(split_subscripts) + "->" + spare + out
-    sums = _batched_product(split_spec, split_operands)
-    if sums is None:
-        sums = np.einsum(split_spec, *split_operands,
-                         optimize=_einsum_path(split_spec, split_operands))
+    sums = np.einsum(split_spec, *split_operands,
+                     optimize=_einsum_path(split_spec, split_operands))
     parts = list(sums)
     if len(whole) < len(spans):
         lo, hi = spans[-1]
@@ -1035,49 +1033,13 @@ def _block_of(operand: np.ndarray, subscript: str, letter: str, span: tuple[int,
 
 
 def _contract(spec: str, operands: list[np.ndarray]) -> np.ndarray:
-    """A real contraction: one BLAS product where it is one (`_tensordot`), a batch of them
-    (`_batched_product`), else einsum."""
+    """A real contraction: one BLAS product where it is one (`_tensordot`), else einsum
+    (whose own path was as fast as, or faster than, one `np.matmul` over a batch of matrices
+    made of the factors — an im2col copy of a convolution's windows — on AlexNet's layers)."""
     result = _tensordot(spec, operands)
-    if result is None:
-        result = _batched_product(spec, operands)
     if result is None:
         result = np.einsum(spec, *operands, optimize=_einsum_path(spec, operands))
     return result
-
-
-def _batched_product(spec: str, operands: list[np.ndarray]) -> np.ndarray | None:
-    """A two-factor contraction of any rank as one `np.matmul` over a batch of matrices, or
-    None when it is not one (a letter repeated within a factor, or summed within one factor
-    only). Each factor is laid out as (batch letters, its own letters, summed letters) — the
-    right one (batch, summed, own) — and made 3-D; a convolution's windows are copied once
-    (im2col), which with one BLAS call per batch item measured faster than `np.einsum`'s
-    own path (AlexNet's second convolution cut into 10 blocks: 6.0 ms vs 9.2 ms)."""
-    if len(operands) != 2:
-        return None
-    inputs, out = spec.split("->")
-    left, right = inputs.split(",")
-    if len(set(left)) != len(left) or len(set(right)) != len(right) or \
-            len(set(out)) != len(out) or \
-            any(c not in out for c in left + right if (c in left) != (c in right)):
-        return None
-    a, b = operands
-    size = {c: n for c, n in zip(left, a.shape)} | {c: n for c, n in zip(right, b.shape)}
-    batch = [c for c in out if c in left and c in right]
-    summed = [c for c in left if c in right and c not in out]
-    own_left = [c for c in out if c in left and c not in right]
-    own_right = [c for c in out if c in right and c not in left]
-
-    def extent(letters: list[str]) -> int:
-        return math.prod(size[c] for c in letters)
-
-    matrices_left = a.transpose([left.index(c) for c in batch + own_left + summed]).reshape(
-        extent(batch), extent(own_left), extent(summed))
-    matrices_right = b.transpose([right.index(c) for c in batch + summed + own_right]
-                                 ).reshape(extent(batch), extent(summed), extent(own_right))
-    product = np.matmul(matrices_left, matrices_right).reshape(
-        [size[c] for c in batch + own_left + own_right])
-    order = batch + own_left + own_right
-    return product.transpose([order.index(c) for c in out])
 
 
 @dataclass(frozen=True)
