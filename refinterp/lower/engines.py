@@ -18,9 +18,10 @@ update reading its own output, too few cells per sequential step: it would run t
 engine anyway, after a wasted attempt). Its constants are the per-call fixed overhead and the
 per-iteration cost of each engine, measured once on a 2-core machine (NumPy 2, CPython 3.11)
 by timing stdlib operators of 6 to 266,000 iterations on both engines
-(`tools/bench_engine_choice.py` prints them beside the estimates); only their ratios matter. The scalar engine's fixed cost is generating and compiling a formula's code (every
-call); the vector engine's is building the iteration space and checks, per formula and per
-sequential step.
+(`tools/bench_engine_choice.py` prints them beside the estimates); only their ratios matter. The scalar engine's fixed cost is generating and compiling a formula's code, once per
+instance (`codegen.compile_formula` keeps the kernel on the instance): a formula compiled
+before costs SCALAR_COMPILED_US (making its runner, reading the arrays as lists); the vector
+engine's is building the iteration space and checks, per formula and per sequential step.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.language.invocation import OperatorInstance
+from refinterp.lower.codegen import is_compiled
 from refinterp.lower.plan import Formula, derived, lowering_plan
 from refinterp.lower.scalar import run_lowering
 from refinterp.lower.vector import DEFAULT_MAX_MEMORY, FormulaReport, run_vector
@@ -46,8 +48,10 @@ DEFAULT_ENGINE = "auto"
 
 # The cost model of `auto` (microseconds; see the module docstring for how they were measured)
 SCALAR_FIXED_US = 400.0          # per formula: generate, fold and compile its code
-SCALAR_ITERATION_US = 0.1        # per iteration of generated code
-VECTOR_FIXED_US = 100.0          # per formula: iteration space, masks, stores
+SCALAR_COMPILED_US = 20.0        # per formula whose code the instance has compiled before
+SCALAR_ITERATION_US = 0.09       # per iteration of generated code: `=`, `:=`
+SCALAR_UPDATE_ITERATION_US = 0.05  # an update (`+=`, ...): its cell kept in a local
+VECTOR_FIXED_US = 130.0          # per formula: iteration space, masks, stores
 VECTOR_STEP_US = 120.0           # per value of the axes run one value at a time
 VECTOR_ITERATION_US = 0.02       # per iteration, whole-array NumPy
 
@@ -111,7 +115,9 @@ class Choice:
 def choose(instance: OperatorInstance, inputs: dict[str, Any]) -> Choice:
     """The engine expected to run the @lower block of `instance` faster, from what is known
     before running (the cost model in the module docstring): per formula, the scalar engine
-    costs SCALAR_FIXED_US + SCALAR_ITERATION_US per iteration; the vector engine
+    costs SCALAR_FIXED_US (SCALAR_COMPILED_US once its code is compiled for the instance) +
+    SCALAR_ITERATION_US per iteration (SCALAR_UPDATE_ITERATION_US for an update); the vector
+    engine
     VECTOR_FIXED_US + VECTOR_STEP_US per sequential step + VECTOR_ITERATION_US per iteration,
     or, for a formula it refuses, its fixed cost and then the scalar engine's. Ties go to the
     vector engine."""
@@ -122,7 +128,10 @@ def choose(instance: OperatorInstance, inputs: dict[str, Any]) -> Choice:
     refusals: list[str] = []
     for formula, known in zip(plan.formulas, facts):
         n = formula.iterations()
-        on_scalar = SCALAR_FIXED_US + SCALAR_ITERATION_US * n
+        fixed = SCALAR_COMPILED_US if is_compiled(instance, formula) else SCALAR_FIXED_US
+        per_iteration = SCALAR_ITERATION_US if formula.op in ("=", ":=") else \
+            SCALAR_UPDATE_ITERATION_US
+        on_scalar = fixed + per_iteration * n
         steps, refused = _sequential_steps(formula, known, inputs)
         scalar_us += on_scalar
         if refused is not None:
