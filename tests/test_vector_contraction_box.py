@@ -151,3 +151,54 @@ def test_an_overflowing_fast_sum_is_summed_again_in_order():
                         "y[i] += x[i, k], i < 1, k < 4;"), {"x": x})["y"]
     expected = ((big + -big) + big) + 1.0
     assert out[0] == expected
+
+
+# ----------------------------------------------------------------- sums of squares of windows
+
+
+def _windows(x: np.ndarray, size: int, stride: int = 1, dilation: int = 1) -> np.ndarray:
+    """b c h w i j windows of an NCHW array, as strided views of it (NumPy written here)."""
+    b, c, height, width = x.shape
+    span = dilation * (size - 1) + 1
+    out_h, out_w = (height - span) // stride + 1, (width - span) // stride + 1
+    sb, sc, sh, sw = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, (b, c, out_h, out_w, size, size),
+        (sb, sc, stride * sh, stride * sw, dilation * sh, dilation * sw), writeable=False)
+
+
+@pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 1), (1, 2), (4, 1)])
+def test_window_sums_of_squares_equal_einsums(stride, dilation):
+    """Summing the channel on the input first, then the taps on a view of the result, gives
+    the windows' sums of squares (up to the order of the additions)."""
+    x = RNG.standard_normal((2, 5, 17, 19))
+    windows = _windows(x, 3, stride, dilation)
+    # the cheaper path where windows overlap (stride below the size); where they do not,
+    # no element is read twice and einsum stands
+    assert (VS._square_sums(windows, "bchwij", "bhw") is not None) == (stride < 3)
+    np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", "bhw"),
+                               np.einsum("bchwij,bchwij->bhw", windows, windows), rtol=1e-13)
+
+
+def test_window_sums_of_squares_of_a_part_and_a_flipped_input():
+    x = RNG.standard_normal((1, 6, 20, 20))
+    for part in (x[:, 1:5, 2:14, 3:], x[:, ::-1, ::-1, :]):
+        windows = _windows(part, 2)
+        np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", "bhw"),
+                                   np.einsum("bchwij,bchwij->bhw", windows, windows),
+                                   rtol=1e-13)
+
+
+@pytest.mark.parametrize("keep", ["bchw", "bhwij", "b"])
+def test_sums_of_squares_keeping_other_letters(keep):
+    x = RNG.standard_normal((1, 4, 9, 9))
+    windows = _windows(x, 3)
+    np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", keep),
+                               np.einsum(f"bchwij,bchwij->{keep}", windows, windows),
+                               rtol=1e-13)
+
+
+def test_plain_arrays_take_einsum():
+    w = RNG.standard_normal((7, 11))
+    assert VS._square_sums(w, "oc", "o") is None and VS._square_sums(w.T, "co", "o") is None
+    np.testing.assert_allclose(VS._sum_of_squares(w, "oc", "o"), (w * w).sum(axis=1))
