@@ -202,3 +202,24 @@ def test_plain_arrays_take_einsum():
     w = RNG.standard_normal((7, 11))
     assert VS._square_sums(w, "oc", "o") is None and VS._square_sums(w.T, "co", "o") is None
     np.testing.assert_allclose(VS._sum_of_squares(w, "oc", "o"), (w * w).sum(axis=1))
+
+
+def test_a_guarded_output_position_is_not_planned_as_a_contraction(monkeypatch):
+    """A transposed convolution's positions `|2 * i + k - 1|` meet: its taps are boxed by
+    `plan_boxes` directly, never first tried as one contraction box."""
+    x, w = RNG.standard_normal((1, 3, 6)), RNG.standard_normal((3, 2, 3))
+    text = op("x: real[1, 3, 6]; w: real[3, 2, 3];", "y: real[1, 2, 12];",
+              "y[b, o, |2 * i + k - 1|] += x[b, c, i] * w[c, o, k], "
+              "b < 1, o < 2, c < 3, i < 6, k < 3;")
+    boxes = _count_boxes(monkeypatch)
+    out = vectorised(text, {"x": x, "w": w}, max_memory=2 ** 30)["y"]
+    expected = np.zeros((1, 2, 12))
+    for o in range(2):
+        for c in range(3):
+            for i in range(6):
+                for k in range(3):
+                    if 0 <= 2 * i + k - 1 < 12:
+                        expected[0, o, 2 * i + k - 1] += x[0, c, i] * w[c, o, k]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    # one box per run (`vectorised` runs the vector engine twice), none abandoned
+    assert [shape for formula_op, shape in boxes if formula_op == "+="] == [(1, 2, 3, 6, 3)] * 2

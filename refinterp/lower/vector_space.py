@@ -268,8 +268,9 @@ def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int
     boxes, each with its own contraction, bounds and block sums). The estimate: per factor,
     per local and the output, the product of the extents of the axes its indices mention
     (a factor's array has exactly those axes). None when the formula is not of that form
-    (a condition, a sequential axis, an output read, fewer than two factors, a factor that
-    is not a tensor access) or does not fit; the caller must run the box as a contraction or
+    (a condition, a sequential axis, an output read, a guarded output position — the taps
+    of a transposed convolution, whose boxes `Stores.add_by_taps` handles —, fewer than two
+    factors, a factor that is not a tensor access) or does not fit; the caller must run the box as a contraction or
     plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
     f = facts.formula
     if f.op != "+=" or f.condition is not None or f.item is not None or scalar or \
@@ -286,6 +287,10 @@ def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int
             isinstance(arrays.get(x.base.name), np.ndarray) for x in factors):
         return None
     local_names = {local.name: free_names(local.value) for local in f.locals}
+    stored = set().union(*(free_names(item) for item in f.access))
+    if any(isinstance(node, ast.Bounded) for node in walk(
+            (f.access, *(local.value for local in f.locals if local.name in stored)))):
+        return None  # a guarded output position: a transposed convolution's taps
 
     def cells(nodes: tuple) -> int:
         names: set[str] = set()
