@@ -390,6 +390,8 @@ class Box:
                 value = np.arange(lo, hi, dtype=np.int64).reshape(shape)
                 self.axis_arrays[a] = value
             values.setdefault(axis.name, []).append(value)
+        # axis_of by identity: the arrays are kept alive by `axis_arrays`, so ids stay theirs
+        self._axis_by_id = {id(array): a for a, array in self.axis_arrays.items()}
         self.frame: dict[str, Any] = {}
         for r in formula.indices:
             parts = values.get(r.name, [])
@@ -397,7 +399,7 @@ class Box:
 
     def axis_of(self, value: Any) -> int | None:
         """The vectorised axis whose index array `value` is (the very object), or None."""
-        return next((a for a, array in self.axis_arrays.items() if value is array), None)
+        return self._axis_by_id.get(id(value))
 
     def narrow(self, keep: Any, effective: Mask) -> None:
         """Remove from the live mask the iterations of `effective` (None: all) where `keep` (a
