@@ -27,9 +27,10 @@ import pytest
 
 from refinterp.api import run_operator
 from refinterp.lower import engines, vector_store
-from refinterp.lower.vector_store import Stores, TapForm
+from refinterp.lower.vector_store import Stores
 
-from .test_vector_scatter_taps import expected_deconv, operator
+from .test_vector_scatter_taps import (THREE_FACTORS, check_tap_counts, expected_deconv,
+                                      expected_three_factors, operator)
 
 RNG = np.random.default_rng(4242)
 
@@ -217,16 +218,11 @@ def test_one_contraction_per_tap_value_with_three_factors(monkeypatch, taps):
     """... and with the magnitudes' own contraction (three factors: no norms)."""
     monkeypatch.setattr(vector_store, "TAP_PARTS_BYTES", 0)
     x, v, w = RNG.standard_normal((12, 4)), RNG.standard_normal(10), RNG.standard_normal((4, 3))
-    path = operator("x: real[12, 4]; v: real[10]; w: real[4, 3];", "y: real[24, 11];",
-                    "y[|2 * i + j - 1|, |k + j - 1|] += x[i, c] * v[k] * w[c, j], "
-                    "i < 12, k < 10, c < 4, j < 3;")
+    path = operator(*THREE_FACTORS)
     vector = run_operator("f", {"x": x, "v": v, "w": w}, file=path, engine="vector")
     assert True in taps
-    expected = np.zeros((24, 11))
-    for i, k, c, j in itertools.product(range(12), range(10), range(4), range(3)):
-        if 0 <= 2 * i + j - 1 < 24 and 0 <= k + j - 1 < 11:
-            expected[2 * i + j - 1, k + j - 1] += x[i, c] * v[k] * w[c, j]
-    np.testing.assert_allclose(vector["y"], expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(vector["y"], expected_three_factors(x, v, w), rtol=1e-12,
+                               atol=1e-12)
 
 
 def test_a_dimension_every_tap_value_reaches_alike_is_no_dimension_of_the_tap_counts(
@@ -234,17 +230,7 @@ def test_a_dimension_every_tap_value_reaches_alike_is_no_dimension_of_the_tap_co
     """nn.deconv's output channel `gi * fc + ci` makes `gi` a tap (of extent 1 here) that
     every cell of the channel dimension counts once: the counts stay an array over the
     spatial dimensions only (fewer cells for the error bounds), with the right values."""
-    original, shapes = TapForm.hits, []
-
-    def recording(self, places, low, region):
-        hits = original(self, places, low, region)
-        expected = np.zeros(region, dtype=np.int64)
-        for place in places:
-            expected[place.cells(low)] += 1
-        assert (np.broadcast_to(hits, region) == expected).all()
-        shapes.append((np.shape(hits), region))
-        return hits
-    monkeypatch.setattr(TapForm, "hits", recording)
+    shapes = check_tap_counts(monkeypatch)
     x, w = RNG.standard_normal((1, 4, 6, 6)), RNG.standard_normal((4, 5, 3, 3))
     run_operator("nn.deconv", {"input": x, "filter": w}, {"stride": [2, 2]}, engine="vector")
     assert shapes

@@ -284,18 +284,44 @@ def test_a_guarded_factor_reading_padding_runs_tap_by_tap(taps):
     np.testing.assert_allclose(vector["y"], expected, rtol=1e-12, atol=1e-12)
 
 
-def test_a_tap_in_two_dimensions_and_three_factors_run_tap_by_tap(taps):
-    x, v, w = RNG.standard_normal((12, 4)), RNG.standard_normal(10), RNG.standard_normal((4, 3))
-    path = operator("x: real[12, 4]; v: real[10]; w: real[4, 3];", "y: real[24, 11];",
-                    "y[|2 * i + j - 1|, |k + j - 1|] += x[i, c] * v[k] * w[c, j], "
-                    "i < 12, k < 10, c < 4, j < 3;")
-    _, vector = both_engines("f", {"x": x, "v": v, "w": w}, file=path)
-    assert True in taps
+THREE_FACTORS = ("x: real[12, 4]; v: real[10]; w: real[4, 3];", "y: real[24, 11];",
+                 "y[|2 * i + j - 1|, |k + j - 1|] += x[i, c] * v[k] * w[c, j], "
+                 "i < 12, k < 10, c < 4, j < 3;")
+
+
+def expected_three_factors(x: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """THREE_FACTORS's output, one iteration at a time in iteration order."""
     expected = np.zeros((24, 11))
     for i, k, c, j in itertools.product(range(12), range(10), range(4), range(3)):
         if 0 <= 2 * i + j - 1 < 24 and 0 <= k + j - 1 < 11:
             expected[2 * i + j - 1, k + j - 1] += x[i, c] * v[k] * w[c, j]
-    np.testing.assert_allclose(vector["y"], expected, rtol=1e-12, atol=1e-12)
+    return expected
+
+
+def test_a_tap_in_two_dimensions_and_three_factors_run_tap_by_tap(taps):
+    x, v, w = RNG.standard_normal((12, 4)), RNG.standard_normal(10), RNG.standard_normal((4, 3))
+    path = operator(*THREE_FACTORS)
+    _, vector = both_engines("f", {"x": x, "v": v, "w": w}, file=path)
+    assert True in taps
+    np.testing.assert_allclose(vector["y"], expected_three_factors(x, v, w), rtol=1e-12,
+                               atol=1e-12)
+
+
+def check_tap_counts(monkeypatch) -> list[tuple]:
+    """Wrap `TapForm.hits`: the counts of every call must equal counting the tap values one
+    by one (place by place); the calls' (counts shape, region) are listed as they come."""
+    original, seen = TapForm.hits, []
+
+    def counted(self, places, low, region):
+        hits = original(self, places, low, region)
+        expected = np.zeros(region, dtype=np.int64)
+        for place in places:
+            expected[place.cells(low)] += 1
+        assert (np.broadcast_to(hits, region) == expected).all()
+        seen.append((np.shape(hits), region))
+        return hits
+    monkeypatch.setattr(TapForm, "hits", counted)
+    return seen
 
 
 @pytest.mark.parametrize("output, formula, inputs", [
@@ -312,17 +338,7 @@ def test_tap_counts_per_cell_equal_counting_each_tap_value(monkeypatch, output, 
     """The number of tap values storing into each cell (which bounds the roundings of its
     sum) equals counting them one by one: an outer product of one count per dimension where
     no tap is in two dimensions, else counted."""
-    original, checked = TapForm.hits, []
-
-    def counted(self, places, low, region):
-        hits = original(self, places, low, region)
-        expected = np.zeros(region, dtype=np.int64)
-        for place in places:
-            expected[place.cells(low)] += 1
-        assert (np.broadcast_to(hits, region) == expected).all()
-        checked.append(True)
-        return hits
-    monkeypatch.setattr(TapForm, "hits", counted)
+    checked = check_tap_counts(monkeypatch)
     declared = " ".join(f"{name}: real[{', '.join(map(str, shape))}];"
                         for name, shape in inputs.items())
     path = operator(declared, output, formula)
