@@ -87,3 +87,15 @@ def test_auto_counts_no_second_generation() -> None:
     assert choice.engine == "scalar", choice
     assert choice.scalar_us == pytest.approx(
         engines.SCALAR_COMPILED_US + engines.SCALAR_ITERATION_US * 6)
+
+
+def test_the_kept_kernel_keeps_no_array_of_its_run() -> None:
+    import gc
+    import weakref
+
+    x = np.ones((5, 6))
+    alive = weakref.ref(x)
+    api.evaluate("math.add", inputs={"x": x, "y": x}, engine="scalar")
+    del x
+    gc.collect()
+    assert alive() is None

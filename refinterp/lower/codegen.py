@@ -1102,5 +1102,6 @@ def _compiled(instance: OperatorInstance, formula: Formula, arrays: dict[str, An
         return messages, None
     messages.append(how)
     exec(code, namespace)
+    generator.arrays = {}  # kept with the kernel: it must not keep this run's arrays alive
     return messages, (namespace["kernel"], generator, list(generator.tensors))
 
