@@ -241,7 +241,8 @@ class Stores:
     def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
                      count: int, terms: Any, depth: Any = None, fast_depth: Any = None,
                      bounded: bool = False, blocked: "BlockedSum | None" = None) -> None:
-        """view <- view + the sum of `count` terms per cell, as the definition adds them: one
+        """view <- view + the sum of `count` terms per cell, as the definition adds them (`fast`
+        and `magnitude`, fresh arrays of the caller, may be written over): one
         at a time in iteration order, starting from the current value. `fast` is the sum in
         another order (pairwise, BLAS), `magnitude` the sum of the terms' magnitudes. A sum's
         error is at most gamma(k) * (|view| + magnitude) where k bounds the roundings on any
@@ -272,19 +273,27 @@ class Stores:
         chunk = max(1, TERMS_PER_CHUNK // max(1, count))
         with np.errstate(all="ignore"):
             factor = _gamma(depth) + _gamma(fast_depth)
-            new = blocked.total if blocked is not None else \
-                np.asarray(np.add(view, fast), dtype=np.float64)  # a new array
+            # `fast` and `magnitude` are the caller's fresh arrays: written over where they
+            # can be (no new array of the cells' size: each costs its pages' first touch)
+            if blocked is not None:
+                new = blocked.total
+            elif _reusable(fast, view.shape):
+                new = np.add(view, fast, out=fast)
+            else:
+                new = np.asarray(np.add(view, fast), dtype=np.float64)  # a new array
             if view.any():  # (|view| + magnitude) * factor; a zero start adds nothing
                 error = np.abs(view)
                 error += magnitude
                 error *= factor
+            elif blocked is None and _reusable(magnitude, new.shape):
+                error = np.multiply(magnitude, factor, out=magnitude)
             else:
                 error = np.multiply(magnitude, factor)
             bad = _unsettled(error, new)
             if bad.size and blocked is not None:  # the blocks' tighter bound, where needed
                 bad = bad[_unsettled(blocked.error(bad), new.reshape(-1)[bad])]
             if bad.size:
-                starts = np.array(view, dtype=np.float64).reshape(-1)
+                starts = np.ascontiguousarray(view, dtype=np.float64).reshape(-1)
                 flat_factor = np.broadcast_to(factor, new.shape).reshape(-1)
                 fast_of_bad = new.reshape(-1)[bad]
                 # an infinite fast sum never fits (`_unsettled`): -1 is below any bound
@@ -363,8 +372,7 @@ class Stores:
             if repeat != 1:
                 result = result * (repeat if self.kind == "int" else float(repeat))
         kept_shape = [shape[a] for a in kept]
-        result = np.broadcast_to(result.reshape([shape[a] if a in present else 1 for a in kept]),
-                                 kept_shape)
+        result = _over(result, [shape[a] if a in present else 1 for a in kept], kept_shape)
         if self.kind != "real":
             self.combine(view, result)
             return True
@@ -379,8 +387,8 @@ class Stores:
                                           optimize=_einsum_path(spec, absolute))
             if repeat != 1:
                 magnitude = magnitude * float(repeat)
-        magnitude = np.broadcast_to(
-            magnitude.reshape([shape[a] if a in present else 1 for a in kept]), kept_shape)
+        magnitude = _over(magnitude, [shape[a] if a in present else 1 for a in kept],
+                          kept_shape)
         blocked = None
         if blocks is not None:
             inner = count // shape[blocks[0]]
@@ -1130,21 +1138,39 @@ def _gamma(k: Any) -> Any:
         return np.where(m < 0.5, m / (1.0 - m), np.inf)
 
 
+def _over(array: np.ndarray, shape: list[int], kept_shape: list[int]) -> np.ndarray:
+    """`array` reshaped to `shape` (1 where it lacks a kept axis), broadcast over the kept
+    cells only where it lacks one (a broadcast view cannot be written over)."""
+    array = array.reshape(shape)
+    return array if list(array.shape) == list(kept_shape) else np.broadcast_to(array, kept_shape)
+
+
+def _reusable(array: Any, shape: tuple[int, ...]) -> bool:
+    """May `add_in_order` write its results over `array` (a fresh float64 array of the cells,
+    in C order, so that its flat cell indices are the view's)?"""
+    return isinstance(array, np.ndarray) and array.dtype == np.float64 and \
+        array.shape == tuple(shape) and array.flags.writeable and array.flags.c_contiguous
+
+
 def _unsettled(error: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The flat indices of the cells whose error bound `error` (overwritten) does not fit
     within half the engines' tolerance of the sum `new`: not
     `error <= 0.5 * (REAL_ATOL + REAL_RTOL * |new|)`, nor a finite `new` (an infinity may
     come of an overflow in one order only; a nan error never fits).
 
-    Tested as `error * 2 / rtol - atol / rtol <= |new|`: two passes over the cells fewer, and
+    Tested as `error * 2 / rtol - atol / rtol <= |new|` (`error` is overwritten): fewer passes
+    over the cells and only bool arrays made, and
     each constant is rounded the safe way (the scale raised and the offset lowered by far
     more than the roundings of the products and the difference), so a cell this accepts
     fits the tolerance exactly as written."""
+    if not isinstance(error, np.ndarray):  # the bound of a rank-0 output: a NumPy scalar
+        error = np.array(error, dtype=np.float64)
     error *= (2.0 / REAL_RTOL) * (1.0 + 16.0 * UNIT)
     error -= (REAL_ATOL / REAL_RTOL) * (1.0 - 16.0 * UNIT)
-    size = np.abs(new)
-    fits = np.less_equal(error, size)
-    fits &= np.less(size, np.inf)
+    fits = np.less_equal(error, new)  # e <= |new|: e <= new or -e >= new; no |new| array
+    np.negative(error, out=error)
+    fits |= np.greater_equal(error, new)
+    fits &= np.isfinite(new)
     if fits.all():
         return np.empty(0, dtype=np.intp)
     return np.flatnonzero(np.logical_not(fits))
