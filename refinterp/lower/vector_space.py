@@ -131,6 +131,7 @@ def _collect_names(root: object, names: dict[int, frozenset[str]]) -> frozenset[
 
 
 RUNTIME = object()  # in FormulaFacts.folded: the node is computed per iteration
+_UNKNOWN = object()  # FormulaFacts.contraction_footprint not found yet
 
 
 class FormulaFacts:
@@ -151,10 +152,20 @@ class FormulaFacts:
         # per profile: each node's compile-time value, or RUNTIME. Keyed by id(node): `formula`,
         # held here, keeps every one of its nodes alive, so an id names one node
         self.folded: dict[str, dict[int, Any]] = {}
+        self._footprint: Any = _UNKNOWN  # contraction_footprint, once found
 
     @property
     def reads_output(self) -> bool:
         return self.shape.reads_output
+
+    def contraction_footprint(self, arrays: dict[str, Any]) -> int | None:
+        """`contraction_box`'s estimate of the bytes a contraction of this formula allocates,
+        or None when the formula is no product of tensor accesses into unguarded positions;
+        found once (it depends on the formula, its extents and which names are tensors, all
+        fixed for the instance)."""
+        if self._footprint is _UNKNOWN:
+            self._footprint = _contraction_footprint(self, arrays)
+        return self._footprint
 
     def axes_of(self, names: set[str] | frozenset[str]) -> set[int]:
         return {a for a, axis in enumerate(self.axes) if axis.name in names}
@@ -258,23 +269,10 @@ CONTRACTION_FACTOR_BYTES = 3 * 8
 CONTRACTION_CELL_BYTES = 24 * 8
 
 
-def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int],
-                    max_memory: int) -> Boxes | None:
-    """One box for the whole iteration space of a `+=` of a product of tensor accesses
-    (matmul, linear, convolution), when what it really allocates fits `max_memory`: a
-    contraction (`Stores.contract`) never makes an array over the iteration space, only over
-    each factor's own axes and over the output cells, where `plan_boxes` counts
-    BYTES_PER_ITERATION for every iteration (a convolution of 224M iterations then ran in six
-    boxes, each with its own contraction, bounds and block sums). The estimate: per factor,
-    per local and the output, the product of the extents of the axes its indices mention
-    (a factor's array has exactly those axes). None when the formula is not of that form
-    (a condition, a sequential axis, an output read, a guarded output position — the taps
-    of a transposed convolution, whose boxes `Stores.add_by_taps` handles —, fewer than two
-    factors, a factor that is not a tensor access) or does not fit; the caller must run the box as a contraction or
-    plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
+def _contraction_footprint(facts: FormulaFacts, arrays: dict[str, Any]) -> int | None:
+    """See `contraction_box`."""
     f = facts.formula
-    if f.op != "+=" or f.condition is not None or f.item is not None or scalar or \
-            facts.reads_output or not isinstance(arrays.get(f.output), np.ndarray):
+    if not isinstance(arrays.get(f.output), np.ndarray):
         return None
     factors: list[ast.Expr] = []
     node = f.value
@@ -301,11 +299,31 @@ def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int
             names |= local_names.get(name, set())
         return math.prod(axis.size for axis in facts.axes if axis.name in names)
 
-    footprint = CONTRACTION_FACTOR_BYTES * sum(
-        cells(tuple(x.items)) for x in factors) + \
+    return CONTRACTION_FACTOR_BYTES * sum(cells(tuple(x.items)) for x in factors) + \
         CONTRACTION_CELL_BYTES * cells(tuple(f.access)) + \
         BYTES_PER_ITERATION * sum(cells((local.value,)) for local in f.locals)
-    if footprint > max_memory:
+
+
+def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int],
+                    max_memory: int) -> Boxes | None:
+    """One box for the whole iteration space of a `+=` of a product of tensor accesses
+    (matmul, linear, convolution), when what it really allocates fits `max_memory`: a
+    contraction (`Stores.contract`) never makes an array over the iteration space, only over
+    each factor's own axes and over the output cells, where `plan_boxes` counts
+    BYTES_PER_ITERATION for every iteration (a convolution of 224M iterations then ran in six
+    boxes, each with its own contraction, bounds and block sums). The estimate: per factor,
+    per local and the output, the product of the extents of the axes its indices mention
+    (a factor's array has exactly those axes). None when the formula is not of that form
+    (a condition, a sequential axis, an output read, a guarded output position — the taps
+    of a transposed convolution, whose boxes `Stores.add_by_taps` handles —, fewer than two
+    factors, a factor that is not a tensor access) or does not fit; the caller must run the box as a contraction or
+    plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
+    f = facts.formula
+    if f.op != "+=" or f.condition is not None or f.item is not None or scalar or \
+            facts.reads_output:
+        return None
+    footprint = facts.contraction_footprint(arrays)
+    if footprint is None or footprint > max_memory:
         return None
     return Boxes([[(0, axis.size) for axis in facts.axes]], frozenset(), False)
 
