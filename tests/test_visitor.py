@@ -31,10 +31,21 @@ MUST_BE_COMPLETE: list[type] = [
 ]
 
 
+# Third-party packages that only optional extras install ([onnx], [torch], [jax], [dask]): a
+# module of refinterp that needs one of them is left out when it is absent, never an error.
+OPTIONAL_DEPENDENCIES = {"jax", "jaxlib", "torch", "onnx", "onnxruntime", "dask", "distributed",
+                         "ml_dtypes"}
+
+
 def all_visitors() -> list[type]:
     for info in pkgutil.walk_packages(refinterp.__path__, "refinterp."):
-        if info.name != "refinterp.__main__":
+        if info.name == "refinterp.__main__":
+            continue
+        try:
             importlib.import_module(info.name)
+        except ModuleNotFoundError as missing:
+            if (missing.name or "").split(".")[0] not in OPTIONAL_DEPENDENCIES:
+                raise
     found, pending = [], list(ExprVisitor.__subclasses__())
     while pending:
         cls = pending.pop()
