@@ -1,0 +1,353 @@
+"""Files on disk, safely: the one place refinterp reads a user's file or writes one
+(docs/security.md). Every other module reads and writes through these functions.
+
+Reading: only regular files are read. A FIFO, a device, a socket or a folder is refused with a
+diagnostic before a byte is read (a FIFO is opened without blocking, so it cannot hang the run),
+and every read is capped by a limit counted while reading, never by `st_size` (a device such as
+`/dev/zero` says 0).
+
+Writing: a file is written to a temporary file in the same folder, flushed and synced to disk,
+then renamed over the target (`os.replace`): a reader, a crash, `kill -9` or a full disk sees the
+old content or the new, never a truncated file. An existing target that is no regular file (a
+device, FIFO, socket, folder) or a dangling symbolic link is refused; a link to a regular file is
+written through (the file it names is replaced). A folder is replaced by building the new one
+beside it, renaming the old one aside, renaming the new one in and only then removing the old
+(`replace_folder`); the folders refinterp builds so carry a marker file, and refinterp deletes a
+folder only when it holds that marker (`remove_made_folder`), never because a name resolved to it.
+
+Names built from data (case ids, operator names, manifest entries) become path components only
+through `safe_component`, and paths built from them are proven inside their root (`inside`)
+before anything is written or deleted.
+
+Codes: E0800 a file cannot be read, E0801 a file cannot be written."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from pathlib import Path
+
+from refinterp.core.diagnostics import FileDiagnostic
+
+# The file that marks a folder refinterp made (a case folder being built, an old one set aside).
+MADE_MARKER = ".refinterp-made"
+# Temporary names: `.<name>.<kind>.<hex>` beside the target; never a valid component themselves.
+_TEMP_KINDS = ("tmp", "new", "old")
+
+
+# ---------------------------------------------------------------------------------------------
+# names and places
+
+
+def safe_component(name: str, what: str) -> str:
+    """`name` if it can be one path component: not empty, not `.` or `..`, not starting with a
+    dot (refinterp's own temporary names do), no separator, no NUL; else a FileDiagnostic
+    (E0801) naming `what` (e.g. "case id")."""
+    if not isinstance(name, str) or not name or name in (".", "..") or name.startswith(".") \
+            or "/" in name or "\\" in name or "\0" in name:
+        raise FileDiagnostic(f"{what} {name!r} cannot name a file or folder: a name must not be "
+                             f"empty, '.' or '..', start with a dot, or hold '/', '\\' or NUL",
+                             code="E0801")
+    return name
+
+
+def inside(root: str | Path, path: str | Path, what: str) -> Path:
+    """`path`, once proven to lie inside `root` after resolving every `..` and symbolic link
+    (of the parts that exist); else a FileDiagnostic (E0801)."""
+    root_resolved = Path(root).resolve()
+    resolved = Path(path).resolve()
+    if resolved != root_resolved and root_resolved not in resolved.parents:
+        raise FileDiagnostic(f"{what} '{path}' lies outside '{root}'; refinterp writes and "
+                             f"deletes only inside it", code="E0801")
+    return Path(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _cannot_read(what: str, path: Path, reason: str) -> FileDiagnostic:
+    return FileDiagnostic(f"cannot read {what} '{path}': {reason}", code="E0800")
+
+
+def open_regular(path: str | Path, what: str):
+    """`path` opened for binary reading, once it is proven to be a regular file (following
+    symbolic links): a FIFO is opened without blocking and refused, as are devices, sockets and
+    folders. Raises a FileDiagnostic (E0800) for anything that cannot be read."""
+    path = Path(path)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) |
+                             getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise _cannot_read(what, path, "no such file") from None
+    except IsADirectoryError:
+        raise _cannot_read(what, path, "it is a folder, not a file") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise _cannot_read(what, path, getattr(exc, "strerror", None) or str(exc)) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise _cannot_read(what, path, f"it is {_kind_of(mode)}; only regular files are "
+                                           f"read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def read_bytes(path: str | Path, what: str, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them: a longer file is a
+    FileDiagnostic (E0800) as soon as the read passes the limit, whatever its size says."""
+    path = Path(path)
+    with open_regular(path, what) as stream:
+        try:
+            data = stream.read(limit + 1)
+        except OSError as exc:
+            raise _cannot_read(what, path, exc.strerror or str(exc)) from None
+    if len(data) > limit:
+        raise _cannot_read(what, path, f"larger than {_size(limit)} (the limit for {what})")
+    return data
+
+
+def read_text(path: str | Path, what: str, limit: int) -> str:
+    """The UTF-8 text of the regular file `path` (as `read_bytes`); text that is no UTF-8 is a
+    FileDiagnostic (E0800)."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _cannot_read(what, Path(path), f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale and count % scale == 0:
+            return f"{count // scale} {unit}"
+    return f"{count} bytes"
+
+
+# ---------------------------------------------------------------------------------------------
+# writing files
+
+
+def _cannot_write(what: str, path: Path, reason: str) -> FileDiagnostic:
+    return FileDiagnostic(f"cannot write {what} '{path}': {reason}", code="E0801")
+
+
+def output_target(path: str | Path, what: str) -> Path:
+    """The file that writing `path` replaces, checked before anything is computed: its folder
+    exists and is writable; an existing `path` is a regular file or a symbolic link to one (the
+    file it names is the target); a folder, device, FIFO, socket or dangling link is refused
+    (FileDiagnostic E0801)."""
+    path = Path(path)
+    try:
+        return _output_target(path, what)
+    except OSError as exc:  # a name too long, a loop of symbolic links, ...
+        raise _cannot_write(what, path, exc.strerror or str(exc)) from None
+    except ValueError as exc:  # a NUL in the name
+        raise _cannot_write(what, path, str(exc)) from None
+
+
+def _output_target(path: Path, what: str) -> Path:
+    if str(path) == "":
+        raise _cannot_write(what, path, "the name is empty")
+    target = path
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise _cannot_write(what, path, "it is a symbolic link to nothing (refusing to "
+                                            "create the file it names)") from None
+        target = path.resolve()
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise _cannot_write(what, path, f"it is {_kind_of(info.st_mode)}; only a regular file "
+                                        f"is replaced")
+    if info is not None and not os.access(target, os.W_OK):
+        raise _cannot_write(what, path, "the file is not writable")
+    parent = target.parent
+    if not parent.exists():
+        raise _cannot_write(what, path, f"folder '{parent}' does not exist")
+    if not parent.is_dir():
+        raise _cannot_write(what, path, f"'{parent}' is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise _cannot_write(what, path, f"folder '{parent}' is not writable")
+    return target
+
+
+def temporary_name(target: Path, kind: str) -> Path:
+    """A fresh hidden name beside `target` for a temporary file or folder of `kind` ("tmp",
+    "new" or "old")."""
+    assert kind in _TEMP_KINDS
+    return target.parent / f".{target.name}.{kind}.{secrets.token_hex(4)}"
+
+
+def write_bytes(path: str | Path, data: bytes, what: str) -> Path:
+    """Write `data` to `path` atomically (see the module docstring): the old content, if any,
+    stays whole until the new one is complete on disk; a failure leaves no temporary file and
+    is a FileDiagnostic (E0801). An existing file keeps its permission bits. Returns the file
+    written (the target of a symbolic link)."""
+    path = Path(path)
+    target = output_target(path, what)
+    temporary = temporary_name(target, "tmp")
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                             getattr(os, "O_CLOEXEC", 0), 0o666 if mode is None else 0o600)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, target)
+        _sync_folder(target.parent)
+    except OSError as exc:
+        raise _cannot_write(what, path, exc.strerror or str(exc)) from None
+    finally:
+        _unlink_quietly(temporary)
+    return target
+
+
+def write_text(path: str | Path, text: str, what: str) -> Path:
+    """`write_bytes` of `text` as UTF-8 (newlines as given)."""
+    return write_bytes(path, text.encode("utf-8", errors="surrogateescape"), what)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in `folder` durable (best effort: not every system can sync a folder)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# writing folders
+
+
+def make_folder(target: str | Path, what: str) -> Path:
+    """A new, empty temporary folder beside `target` (which need not exist), marked as made by
+    refinterp, to be filled and then put in place by `replace_folder`."""
+    target = Path(target)
+    folder = temporary_name(target, "new")
+    try:
+        folder.mkdir()
+        (folder / MADE_MARKER).write_bytes(b"")
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise _cannot_write(what, target, exc.strerror or str(exc)) from None
+    return folder
+
+
+def replace_folder(new: Path, target: str | Path, what: str) -> None:
+    """Put the folder `new` (from `make_folder`, complete) in place of `target`: the old
+    `target`, if any, is renamed aside first, the new one renamed in, then the old one removed —
+    at every moment `target` is either the old folder whole, the new one whole, or (for an
+    instant) absent with the old one whole beside it, which `recover_folders` puts back. The
+    marker is removed from the folder put in place."""
+    target = Path(target)
+    old = None
+    try:
+        if os.path.lexists(target):
+            if target.is_symlink() or not target.is_dir():
+                raise _cannot_write(what, target, "it exists and is not a folder")
+            old = temporary_name(target, "old")
+            (target / MADE_MARKER).write_bytes(b"")  # the old folder, set aside, is ours
+            os.rename(target, old)
+        os.rename(new, target)
+    except OSError as exc:
+        if old is not None and not os.path.lexists(target):
+            try:
+                os.rename(old, target)
+                _unlink_quietly(target / MADE_MARKER)
+                old = None
+            except OSError:
+                pass
+        raise _cannot_write(what, target, exc.strerror or str(exc)) from None
+    _unlink_quietly(target / MADE_MARKER)
+    _sync_folder(target.parent)
+    if old is not None:
+        remove_made_folder(old)
+
+
+def remove_made_folder(folder: str | Path) -> bool:
+    """Delete `folder` if, and only if, refinterp made it (it holds the marker and is no
+    symbolic link); whether it was deleted."""
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir() or not (folder / MADE_MARKER).is_file():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not os.path.lexists(folder)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether `name` is a temporary name of `temporary_name` (or any hidden name): such an
+    entry is never a case, a module or an output."""
+    return name.startswith(".")
+
+
+def recover_folders(parent: str | Path) -> list[str]:
+    """Tidy what an interrupted `replace_folder` or build left in `parent`: a set-aside old
+    folder whose target is missing is put back; other temporary folders and files refinterp
+    made (marked) are removed. Returns the names of the targets put back."""
+    parent = Path(parent)
+    restored: list[str] = []
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return restored
+    for name in entries:
+        parts = name[1:].rsplit(".", 2) if name.startswith(".") else []
+        if len(parts) != 3 or parts[1] not in _TEMP_KINDS:
+            continue
+        entry, target = parent / name, parent / parts[0]
+        if parts[1] == "tmp":
+            if entry.is_file() and not entry.is_symlink():
+                _unlink_quietly(entry)
+        elif parts[1] == "old" and not os.path.lexists(target) and \
+                (entry / MADE_MARKER).is_file():
+            try:
+                os.rename(entry, target)
+                _unlink_quietly(target / MADE_MARKER)
+                restored.append(parts[0])
+            except OSError:
+                pass
+        else:
+            remove_made_folder(entry)
+    return restored
+
