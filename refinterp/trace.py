@@ -369,10 +369,25 @@ def run_traced(target: Any, trace: str | Path, **options: Any) -> Any:
     recorder = Recorder(options.get("profile", "spec"),
                         engine if isinstance(engine, str) else "custom")
     try:
-        return api.evaluate(target, observe=recorder.observe, trace=recorder.invocation,
-                            **options)
+        run = api.evaluate(target, observe=recorder.observe, trace=recorder.invocation,
+                           **options)
     except BaseException as error:
         recorder.fail(error)
+        _write(trace, recorder, error)
         raise
-    finally:
-        Path(trace).write_text(recorder.text(), encoding="utf-8", newline="\n")
+    _write(trace, recorder, None)
+    return run
+
+
+def _write(trace: str | Path, recorder: Recorder, error: BaseException | None) -> None:
+    """The trace file, replaced atomically (core.files): a FileDiagnostic (E0801) if it
+    cannot be written, noting the run's own error if the run failed too."""
+    from refinterp.core.diagnostics import Diagnostic, FileDiagnostic
+    from refinterp.core.files import write_text
+
+    try:
+        write_text(trace, recorder.text(), "the trace")
+    except FileDiagnostic as failure:
+        if isinstance(error, Diagnostic):
+            failure.notes.append(f"the run failed too: {error.message} [{error.code}]")
+        raise failure from None

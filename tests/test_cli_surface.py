@@ -349,6 +349,7 @@ def test_cli_imports_only_the_api_io_diagnostics_and_value_printing() -> None:
                                      "refinterp.harness", "refinterp.trace", "refinterp.einsum",
                                      "refinterp.__version__",
                                      "refinterp.core.diagnostics",
+                                     "refinterp.core.files",  # fmt -i: an atomic rewrite
                                      "refinterp.language.values"}, imported
 
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, parse_attribute, parse_size,
-                                     parse_types)
+from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, max_input_size,
+                                     parse_attribute, parse_size, parse_types)
 from refinterp.cli.check import cmd_check
 from refinterp.cli.golden import cmd_golden
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
@@ -84,14 +84,14 @@ def cmd_fmt(args: argparse.Namespace, out: Output) -> int:
 
 
 def _rewrite(name: str, text: str) -> None:
-    """fmt -i: a model folder stands for its main.sknd."""
+    """fmt -i: a model folder stands for its main.sknd. The file is replaced atomically
+    (core.files.write_text): if writing fails, the original stays whole (E0801)."""
+    from refinterp.core.files import write_text
+
     path = Path(name)
     if path.is_dir():
         path = next(p for p in (path / "main.sknd", path / "main.nnef") if p.is_file())
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise Diagnostic(f"cannot write '{path}': {exc.strerror or exc}", code="E0801") from None
+    write_text(path, text, "the formatted file")
 
 
 # ------------------------------------------------------------------------------- expr
@@ -263,6 +263,7 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
 
     arrays: dict[str, Any] = {}
     origin: dict[str, str] = {}
+    input_size = max_input_size(args)
 
     def add(name: str, value: Any, source: str) -> None:
         if name in origin:
@@ -272,7 +273,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
 
     if args.inputs:
         for key, array in io.read_arrays(args.inputs, "--inputs",
-                                         max_tensor_size=limits.max_tensor_size).items():
+                                         max_tensor_size=limits.max_tensor_size,
+                                         max_input_size=input_size).items():
             add(key, array, f"--inputs '{args.inputs}'")
     for text in args.input:
         name, sep, value = text.partition("=")
@@ -281,7 +283,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
                              code="E0901")
         if value.endswith(".npy"):
             add(name, io.read_array(value, f"--input {name}",
-                                    max_tensor_size=limits.max_tensor_size), f"--input {name}")
+                                    max_tensor_size=limits.max_tensor_size,
+                                    max_input_size=input_size), f"--input {name}")
         else:
             add(name, np.asarray(api.parse_value(value, args.profile, f"<input {name}>")),
                 f"--input {name}")
@@ -343,8 +346,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
                                 stdlib=args.stdlib, max_tensor_size=limits.max_tensor_size)
 
     inputs = load_inputs(args, fixed, limits)
-    params = io.read_params(args.params, max_tensor_size=limits.max_tensor_size) \
-        if args.params else None
+    params = io.read_params(args.params, max_tensor_size=limits.max_tensor_size,
+                            max_input_size=max_input_size(args)) if args.params else None
     evaluate = api.evaluate
     if args.trace:  # the same run, its trace written to the file (also when it fails)
         from functools import partial

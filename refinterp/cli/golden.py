@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from refinterp.cli.arguments import MAX_JOBS, check_number, parse_regex
+from refinterp.cli.arguments import (MAX_JOBS, add_max_input_size, check_number,
+                                     max_input_size, parse_regex)
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output
 from refinterp.core.diagnostics import Diagnostic
 
@@ -32,7 +33,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
     build.add_argument("--per-operator", type=int, metavar="N",
                        help="at most N cases per operator: error cases (up to 2) first, then "
-                            "special values, then table order (the committed suite uses 8)")
+                            "special values, then table order (the committed suite uses 7)")
     verify = actions.add_parser("verify", parents=[common],
                                 help="check every hash of a suite and recompute every case")
     verify.add_argument("suite", metavar="DIR", help="a suite folder, or one case folder")
@@ -40,6 +41,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                         help="only the cases whose id matches (searched)")
     verify.add_argument("--hashes-only", action="store_true",
                         help="check the hashes without recomputing")
+    add_max_input_size(verify)
     show = actions.add_parser("show", parents=[common],
                               help="print a case (manifest, model, every array) as text")
     show.add_argument("case", metavar="CASE_DIR", help="a case folder (it holds case.json)")
@@ -90,7 +92,8 @@ def _verify(args: argparse.Namespace, out: Output) -> int:
     started = time.perf_counter()
     reports = golden.verify_suite(args.suite, recompute_cases=not args.hashes_only,
                                   include=None if include is None else
-                                  (lambda case_id: re.search(include, case_id) is not None))
+                                  (lambda case_id: re.search(include, case_id) is not None),
+                                  max_input_size=max_input_size(args))
     seconds = time.perf_counter() - started
     bad = [r for r in reports if r.problems]
     if out.json_mode:

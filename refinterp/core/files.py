@@ -13,7 +13,8 @@ device, FIFO, socket, folder) or a dangling symbolic link is refused; a link to 
 written through (the file it names is replaced). A folder is replaced by building the new one
 beside it, renaming the old one aside, renaming the new one in and only then removing the old
 (`replace_folder`); the folders refinterp builds so carry a marker file, and refinterp deletes a
-folder only when it holds that marker (`remove_made_folder`), never because a name resolved to it.
+folder only when it holds that marker (`remove_made_folder`, the marker last), never because a
+name resolved to it. What an interrupted replacement leaves is tidied by `recover_folders`.
 
 Names built from data (case ids, operator names, manifest entries) become path components only
 through `safe_component`, and paths built from them are proven inside their root (`inside`)
@@ -27,6 +28,7 @@ import os
 import secrets
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from refinterp.core.diagnostics import FileDiagnostic
@@ -135,6 +137,28 @@ def read_text(path: str | Path, what: str, limit: int) -> str:
         raise _cannot_read(what, Path(path), f"not UTF-8 text (byte {exc.start})") from None
 
 
+def read_chunks(path: str | Path, what: str, limit: int,
+                chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of the regular file `path` in pieces of at most `chunk` bytes (to hash or
+    copy a large file in little memory), at most `limit` bytes in all: a longer file is a
+    FileDiagnostic (E0800) as soon as the read passes the limit, whatever its size says."""
+    path = Path(path)
+    with open_regular(path, what) as stream:
+        total = 0
+        while True:
+            try:
+                data = stream.read(min(chunk, limit + 1 - total))
+            except OSError as exc:
+                raise _cannot_read(what, path, exc.strerror or str(exc)) from None
+            if not data:
+                return
+            total += len(data)
+            if total > limit:
+                raise _cannot_read(what, path, f"larger than {_size(limit)} (the limit for "
+                                               f"{what})")
+            yield data
+
+
 def _size(count: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if count >= scale and count % scale == 0:
@@ -170,7 +194,7 @@ def _output_target(path: Path, what: str) -> Path:
     target = path
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # the parent checks below say which
         info = None
     if info is not None and stat.S_ISLNK(info.st_mode):
         try:
@@ -213,10 +237,11 @@ def write_bytes(path: str | Path, data: bytes, what: str) -> Path:
         mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                              getattr(os, "O_CLOEXEC", 0), 0o666 if mode is None else 0o600)
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+        try:
+            _write_all(descriptor, data)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, target)
@@ -226,6 +251,13 @@ def write_bytes(path: str | Path, data: bytes, what: str) -> Path:
     finally:
         _unlink_quietly(temporary)
     return target
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    """Every byte of `data` to the open file `descriptor` (`os.write` may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
 
 
 def write_text(path: str | Path, text: str, what: str) -> Path:
@@ -267,11 +299,34 @@ def make_folder(target: str | Path, what: str) -> Path:
     folder = temporary_name(target, "new")
     try:
         folder.mkdir()
-        (folder / MADE_MARKER).write_bytes(b"")
+        _mark(folder)
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise _cannot_write(what, target, exc.strerror or str(exc)) from None
     return folder
+
+
+def _mark(folder: Path) -> None:
+    """Put refinterp's marker file in `folder` (it may then be deleted by refinterp)."""
+    os.close(os.open(folder / MADE_MARKER, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                     0o644))
+
+
+def output_folder(path: str | Path, what: str) -> Path:
+    """The folder `path`, created (with its parents) if missing, for a command to write into;
+    an existing non-folder, or a folder that cannot be made, is a FileDiagnostic (E0801)."""
+    path = Path(path)
+    try:
+        if os.path.lexists(path) and not path.is_dir():
+            raise _cannot_write(what, path, "it exists and is not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise _cannot_write(what, path, "the folder is not writable")
+    except OSError as exc:
+        raise _cannot_write(what, path, exc.strerror or str(exc)) from None
+    except ValueError as exc:  # a NUL in the name
+        raise _cannot_write(what, path, str(exc)) from None
+    return path
 
 
 def replace_folder(new: Path, target: str | Path, what: str) -> None:
@@ -286,18 +341,21 @@ def replace_folder(new: Path, target: str | Path, what: str) -> None:
         if os.path.lexists(target):
             if target.is_symlink() or not target.is_dir():
                 raise _cannot_write(what, target, "it exists and is not a folder")
-            old = temporary_name(target, "old")
-            (target / MADE_MARKER).write_bytes(b"")  # the old folder, set aside, is ours
-            os.rename(target, old)
+            _mark(target)  # the old folder, once set aside, is ours to delete
+            aside = temporary_name(target, "old")
+            os.rename(target, aside)
+            old = aside
         os.rename(new, target)
     except OSError as exc:
-        if old is not None and not os.path.lexists(target):
+        if old is None:  # the old folder never moved: it stays as it was
+            _unlink_quietly(target / MADE_MARKER)
+        elif not os.path.lexists(target):
             try:
                 os.rename(old, target)
                 _unlink_quietly(target / MADE_MARKER)
                 old = None
             except OSError:
-                pass
+                pass  # left aside, marked: `recover_folders` puts it back
         raise _cannot_write(what, target, exc.strerror or str(exc)) from None
     _unlink_quietly(target / MADE_MARKER)
     _sync_folder(target.parent)
@@ -311,8 +369,35 @@ def remove_made_folder(folder: str | Path) -> bool:
     folder = Path(folder)
     if folder.is_symlink() or not folder.is_dir() or not (folder / MADE_MARKER).is_file():
         return False
-    shutil.rmtree(folder, ignore_errors=True)
+    # the marker goes last: a removal cut short leaves a folder still marked as refinterp's
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    for entry in entries:
+        if entry.name == MADE_MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            _unlink_quietly(Path(entry.path))
+    _unlink_quietly(folder / MADE_MARKER)
+    _remove_empty(folder)
     return not os.path.lexists(folder)
+
+
+def _empty_folder(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink() and not os.listdir(path)
+    except OSError:
+        return False
+
+
+def _remove_empty(folder: Path) -> None:
+    try:
+        os.rmdir(folder)
+    except OSError:  # not empty (not ours to empty), or gone
+        pass
 
 
 def is_temporary(name: str) -> bool:
@@ -321,10 +406,16 @@ def is_temporary(name: str) -> bool:
     return name.startswith(".")
 
 
+def _is_hex(text: str) -> bool:
+    return len(text) == 8 and all(c in "0123456789abcdef" for c in text)
+
+
 def recover_folders(parent: str | Path) -> list[str]:
     """Tidy what an interrupted `replace_folder` or build left in `parent`: a set-aside old
     folder whose target is missing is put back; other temporary folders and files refinterp
-    made (marked) are removed. Returns the names of the targets put back."""
+    made (marked, or empty) are removed, and a marker left in a folder in place is dropped
+    (so that the folder is never taken for one refinterp may delete). Returns the names of
+    the targets put back."""
     parent = Path(parent)
     restored: list[str] = []
     try:
@@ -332,11 +423,17 @@ def recover_folders(parent: str | Path) -> list[str]:
     except OSError:
         return restored
     for name in entries:
-        parts = name[1:].rsplit(".", 2) if name.startswith(".") else []
-        if len(parts) != 3 or parts[1] not in _TEMP_KINDS:
+        if not is_temporary(name):
+            if not (parent / name).is_symlink() and (parent / name / MADE_MARKER).is_file():
+                _unlink_quietly(parent / name / MADE_MARKER)
+            continue
+        parts = name[1:].rsplit(".", 2)
+        if len(parts) != 3 or parts[1] not in _TEMP_KINDS or not _is_hex(parts[2]):
             continue
         entry, target = parent / name, parent / parts[0]
-        if parts[1] == "tmp":
+        if _empty_folder(entry):
+            _remove_empty(entry)  # made, or emptied, by a run cut short before its marker
+        elif parts[1] == "tmp":
             if entry.is_file() and not entry.is_symlink():
                 _unlink_quietly(entry)
         elif parts[1] == "old" and not os.path.lexists(target) and \

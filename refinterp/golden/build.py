@@ -25,18 +25,20 @@ import json
 import os
 import platform
 import re
-import shutil
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 import refinterp
 import refinterp.api as api
-from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.core.diagnostics import FileDiagnostic, GoldenDiagnostic
+from refinterp.core.files import (inside, is_temporary, make_folder, output_folder, read_bytes,
+                                  recover_folders, remove_made_folder, replace_folder,
+                                  safe_component, write_bytes, write_text)
 from refinterp.golden import layouts
 from refinterp.golden.model import operator_model
 from refinterp.golden.table import CaseSpec, json_values, read_table, table_span
@@ -49,6 +51,8 @@ FORMAT = "refinterp-golden/1"
 SUITE_FORMAT = "refinterp-golden-suite/1"
 SUITE_VERSION = 1
 SCALAR_LIMIT = 200_000
+MAX_CASE_JSON = 64 * 2**20  # bytes: the largest case.json read back when indexing a suite
+MODELS = "models"           # the folder of the whole-model cases in a suite
 
 
 class BuildError(GoldenDiagnostic):
@@ -162,48 +166,90 @@ def _magnitude(arrays: dict[str, Any]) -> float:
     return largest
 
 
-class CaseWriter:
-    """Writes one case folder atomically: the files go to a temporary sibling folder, and
-    `finish` writes case.json (listing their hashes) and puts the folder in place; `abort`
-    removes the temporary folder. An existing folder is replaced only if it is a case folder
-    (it holds case.json) or empty."""
+@contextmanager
+def _as_build_error() -> Iterator[None]:
+    """A FileDiagnostic (a file that cannot be written, an unsafe name) raised as a BuildError
+    with its code, so that `build_case` names the case in it."""
+    try:
+        yield
+    except FileDiagnostic as error:
+        raise BuildError(error.message, code=error.code) from None
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+
+def case_path(operator: str | None, name: str) -> str:
+    """The folder of a case relative to its suite (`/`-separated): `<operator>/<name>`, or
+    `models/<name>` for a model case (`operator` None). Each part must be a safe file name
+    (`files.safe_component`: no `.`, `..`, separator, NUL or leading dot), else E0801."""
+    with _as_build_error():
+        return "/".join([safe_component(operator, "the operator") if operator is not None
+                         else MODELS, safe_component(name, "the case name")])
+
+
+def _nested_suite(root: Path, folder: Path) -> bool:
+    """Is `folder` (inside `root`) or a folder between the two the root of a suite nested in
+    `root` (it holds its own manifest.json: docs/golden.md "Module suites")?"""
+    while folder != root and root in folder.parents:
+        if (folder / "manifest.json").exists():
+            return True
+        folder = folder.parent
+    return False
+
+
+class CaseWriter:
+    """Writes one case folder atomically (core.files): the files go to a new folder beside
+    it, and `finish` writes case.json (listing their hashes) and puts the folder in place,
+    setting the old one aside first; `abort` removes the new folder. The folder must lie
+    inside `root` (default: its parent folder) after resolving links, outside any suite
+    nested there; an existing folder is replaced only if it is a case folder (it holds
+    case.json) or empty. Every failure is a BuildError (E0801)."""
+
+    def __init__(self, folder: Path, root: Path | None = None) -> None:
+        self.folder = Path(folder)
         self.files: dict[str, str] = {}
-        if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and
-                                                        not (folder / "case.json").exists())):
+        root = Path(root) if root is not None else self.folder.parent
+        try:
+            with _as_build_error():
+                safe_component(self.folder.name, "the case folder's name")
+                inside(root, self.folder, "the case folder")
+                self._check_replaceable()
+                self.folder.parent.mkdir(parents=True, exist_ok=True)
+                inside(root, self.folder.parent, "the case folder's parent")
+                if _nested_suite(root.resolve(), self.folder.parent.resolve()):
+                    raise BuildError(f"'{self.folder}' lies in a suite nested in '{root}' (a "
+                                     f"folder with its own manifest.json); refusing to write "
+                                     f"there", code="E0801")
+                self.temp = make_folder(self.folder, "the case folder")
+        except OSError as error:
+            raise BuildError(f"cannot write the case folder '{self.folder}': "
+                             f"{error.strerror or error}", code="E0801") from None
+
+    def _check_replaceable(self) -> None:
+        folder = self.folder
+        if not os.path.lexists(folder):
+            return
+        if folder.is_symlink() or not folder.is_dir() or \
+                (any(folder.iterdir()) and not (folder / "case.json").is_file()):
             raise BuildError(f"'{folder}' exists and is no case folder; refusing to replace it",
                              code="E0801")
-        try:
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            self.temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-        except OSError as error:
-            raise BuildError(f"cannot write the case folder '{folder}': "
-                             f"{error.strerror or error}", code="E0801") from None
 
     def write(self, name: str, data: bytes | str) -> None:
         raw = data.encode("utf-8") if isinstance(data, str) else data
-        (self.temp / name).write_bytes(raw)
+        with _as_build_error():
+            write_bytes(self.temp / safe_component(name, "a case file's name"), raw,
+                        f"the case file '{name}'")
         self.files[name] = sha256(raw)
 
     def finish(self, manifest: dict[str, Any]) -> str:
         """Write case.json, put the folder in place; the sha256 of case.json."""
         manifest["files"] = dict(sorted(self.files.items()))
         text = canonical_json(manifest)
-        (self.temp / "case.json").write_text(text, encoding="utf-8")
-        os.chmod(self.temp, 0o755)  # mkdtemp makes it private
-        try:
-            if self.folder.exists():
-                shutil.rmtree(self.folder)  # an earlier build of the case
-            os.replace(self.temp, self.folder)
-        except OSError as error:
-            raise BuildError(f"cannot write the case folder '{self.folder}': "
-                             f"{error.strerror or error}", code="E0801") from None
+        with _as_build_error():
+            write_text(self.temp / "case.json", text, "the case's case.json")
+            replace_folder(self.temp, self.folder, "the case folder")
         return sha256(text.encode("utf-8"))
 
     def abort(self) -> None:
-        shutil.rmtree(self.temp, ignore_errors=True)
+        remove_made_folder(self.temp)
 
 
 def _entry_span(spec: CaseSpec) -> Any:
@@ -316,8 +362,8 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
                              f"{computed.error.message}")
     elif computed.error is not None:
         raise BuildError(f"fails with {computed.error.code}: {computed.error.message}")
-    path = f"{spec.operator}/{spec.name}"
-    writer = CaseWriter(suite / path)
+    path = case_path(spec.operator, spec.name)
+    writer = CaseWriter(suite / path, suite)
     try:
         outputs = computed.outputs if computed.error is None else \
             _output_types(spec.operator, arrays)
@@ -376,12 +422,12 @@ def _model_case(spec: CaseSpec, arrays: dict[str, Any], suite: Path) -> tuple[st
                              profile=spec.profile, engine="vector")
     except api.Error as error:
         raise BuildError(f"the model fails: {error.code}: {error.message}") from None
-    path = f"models/{spec.name}"
+    path = case_path(None, spec.name)
     params = {k: _float32_exact(v) for k, v in first.params.items()}
     return write_model_case(suite / path, program.path, arrays, params, spec.profile,
                             spec.klass, spec.id, _regenerate(spec, suite),
                             {name: _spec_of(spec, name) for name in flatten_packs(arrays)},
-                            suite_path=path)
+                            suite_path=path, root=suite)
 
 
 def relative_to_graph(program: Any, variables: dict[str, Any]) -> dict[str, Any]:
@@ -403,14 +449,16 @@ def _float32_exact(array: np.ndarray) -> np.ndarray:
 def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
                      params: dict[str, Any], profile: str, klass: str, case_id: str,
                      command: str, input_specs: dict[str, Any] | None = None,
-                     suite_path: str = "") -> tuple[str, str, str]:
+                     suite_path: str = "", root: Path | None = None) -> tuple[str, str, str]:
     """Freeze a run of a model (a file, or a folder with main.sknd and its own modules) as a
     case folder: the model's files, inputs, params (the variables it read), outputs and
-    updated variables, and case.json. Used for whole-model cases and `eval --save-case`."""
+    updated variables, and case.json. Used for whole-model cases (inside the suite `root`)
+    and `eval --save-case`."""
     source = Path(source)
     params = relative_to_graph(api.load(source), params)
-    files = sorted(source.parent.glob("*.sknd")) if source.name == "main.sknd" else [source]
-    writer = CaseWriter(folder)
+    files = sorted(p for p in source.parent.glob("*.sknd") if not is_temporary(p.name)) \
+        if source.name == "main.sknd" else [source]
+    writer = CaseWriter(folder, root)
     try:
         for file in files:
             writer.write("model.sknd" if file == source else file.name, file.read_bytes())
@@ -518,9 +566,17 @@ def _build_one(args: tuple[CaseSpec, str]) -> list[tuple[str, str, str]]:
 def build_suite(specs: list[CaseSpec], suite: str | Path, jobs: int = 1,
                 progress: Callable[[str], None] | None = None) -> list[tuple[str, str, str]]:
     """Build the cases into `suite` (with `jobs` worker processes) and rewrite its
-    manifest.json; the (id, path, sha256) of every case written, sorted by id."""
-    suite = Path(suite)
-    suite.mkdir(parents=True, exist_ok=True)
+    manifest.json; the (id, path, sha256) of every case written, sorted by id. First the
+    leftovers of an interrupted build are tidied (`recover`) and every case folder this build
+    does not replace is read back, so that a damaged one stops the build before it starts."""
+    suite = output_folder(suite, "the suite folder")
+    recover(suite)
+    planned = {case_path(None if s.model is not None else s.operator, s.name) for s in specs}
+    for folder in case_folders(suite):
+        path = folder.relative_to(suite).as_posix()
+        if not any(path[:k] in planned for k in range(len(path) + 1)
+                   if k == len(path) or path[k] == "@"):  # the case or one of its variants
+            _index_entry(suite, folder)
     work = [(spec, str(suite)) for spec in specs]
     written: list[tuple[str, str, str]] = []
     if jobs > 1 and len(work) > 1:
@@ -538,26 +594,76 @@ def build_suite(specs: list[CaseSpec], suite: str | Path, jobs: int = 1,
     return sorted(written)
 
 
+def recover(suite: Path) -> list[str]:
+    """Tidy what an interrupted build left in `suite` (files.recover_folders, in the suite
+    folder and in each folder of cases, not in a suite nested there): a case folder set aside
+    and not replaced is put back, half-written folders and files are removed. The paths of the
+    case folders put back."""
+    restored = recover_folders(suite)
+    for entry in sorted(os.scandir(suite), key=lambda e: e.name):
+        folder = Path(entry.path)
+        if is_temporary(entry.name) or not entry.is_dir(follow_symlinks=False) or \
+                (folder / "manifest.json").exists():
+            continue
+        restored += [f"{entry.name}/{name}" for name in recover_folders(folder)]
+    return restored
+
+
 def case_folders(suite: Path) -> list[Path]:
-    """Every case folder under a suite (a folder holding case.json), sorted."""
-    return sorted(p.parent for p in suite.rglob("case.json"))
+    """Every case folder of a suite (a folder holding case.json), sorted. Hidden and temporary
+    names (files.is_temporary), symbolic links, and the folders of a suite nested in it (a
+    folder with its own manifest.json, such as golden/nx/ in golden/: docs/golden.md "Module
+    suites") are never counted."""
+    found: list[Path] = []
+
+    def walk(folder: Path) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if is_temporary(entry.name) or not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if (path / "case.json").is_file():
+                found.append(path)
+            elif not (path / "manifest.json").exists():
+                walk(path)
+    walk(Path(suite))
+    return sorted(found)
+
+
+def _index_entry(suite: Path, folder: Path) -> dict[str, Any]:
+    """The manifest.json entry of a case folder, from its case.json: a case.json that cannot
+    be read, is no JSON object or has no string `id` is a diagnostic (E0800)."""
+    path = folder / "case.json"
+    raw = read_bytes(path, "case.json", MAX_CASE_JSON)
+    try:
+        case = json.loads(raw)
+    except ValueError as error:
+        case = error
+    if not isinstance(case, dict) or not isinstance(case.get("id"), str) or \
+            not isinstance(case.get("operator"), (str, type(None))):
+        reason = f"not JSON ({case})" if isinstance(case, ValueError) else \
+            "not a JSON object with a string 'id'"
+        raise GoldenDiagnostic(f"'{path}' is no case manifest: {reason}; rebuild the case or "
+                               f"remove its folder", code="E0800")
+    return {"id": case["id"], "path": folder.relative_to(suite).as_posix(),
+            "operator": case.get("operator"), "kind": "error" if "error" in case else "value",
+            "sha256": sha256(raw)}
 
 
 def write_suite_manifest(suite: Path) -> dict[str, Any]:
-    """Index every case folder of the suite in manifest.json."""
-    cases = []
+    """Index every case folder of the suite (`case_folders`) in manifest.json, written
+    atomically."""
+    suite = Path(suite)
+    cases = [_index_entry(suite, folder) for folder in case_folders(suite)]
     per_operator: dict[str, int] = {}
-    for folder in case_folders(suite):
-        raw = (folder / "case.json").read_bytes()
-        case = json.loads(raw)
-        cases.append({"id": case["id"], "path": folder.relative_to(suite).as_posix(),
-                      "operator": case.get("operator"),
-                      "kind": "error" if "error" in case else "value",
-                      "sha256": sha256(raw)})
-        key = case.get("operator") or case["id"]
+    for case in cases:
+        key = case["operator"] or case["id"]
         per_operator[key] = per_operator.get(key, 0) + 1
     cases.sort(key=lambda c: c["id"])
     manifest = {"format": SUITE_FORMAT, "suite_version": SUITE_VERSION, "count": len(cases),
                 "operators": dict(sorted(per_operator.items())), "cases": cases}
-    (suite / "manifest.json").write_text(canonical_json(manifest), encoding="utf-8")
+    write_text(suite / "manifest.json", canonical_json(manifest), "the suite's manifest.json")
     return manifest

@@ -5,10 +5,11 @@ internal error."""
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.core.files import is_temporary
 from refinterp.io import read_json
 from refinterp.numeric.views import ViewError, from_json
 
@@ -116,7 +117,8 @@ def read_suite_manifest(suite: Path) -> list[dict[str, str]]:
 
 
 def _inside(relative: str) -> bool:
-    """A relative, `/`-separated path that stays inside its folder."""
-    parts = PurePosixPath(relative).parts
-    return bool(parts) and not PurePosixPath(relative).is_absolute() and ".." not in parts \
-        and "\\" not in relative and ":" not in relative
+    """A relative, `/`-separated path that stays inside its folder, of names refinterp writes:
+    no `.` or `..`, no hidden or temporary name (a leading dot: core.files.is_temporary)."""
+    parts = relative.split("/")
+    return bool(relative) and all(part and not is_temporary(part) for part in parts) \
+        and "\\" not in relative and ":" not in relative and "\0" not in relative

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.core.diagnostics import FileDiagnostic, GoldenDiagnostic
+from refinterp.core.files import safe_component
 from refinterp.core.source import SourceFile, Span
 from refinterp.golden.layouts import KINDS as LAYOUT_KINDS
 from refinterp.golden.tolerance import CLASSES
@@ -51,7 +52,7 @@ def table_span(path: str | Path, kind: str = "", number: int = 0, text: str = ""
     first line containing `text`, else line 1; None if the file cannot be read."""
     try:
         source = SourceFile.read(path)
-    except OSError:
+    except (OSError, FileDiagnostic):  # not a regular file, too large
         return None
     offset = 0
     if kind:
@@ -196,6 +197,7 @@ class _Reader:
         if not isinstance(self.module, str):
             raise TableError("a case table starts with module = \"<module name>\"",
                              span=table_span(path))
+        self.file_name(self.module, "the module")
         self.classes: dict[str, str] = data.get("classes", {})
         for op, klass in self.classes.items():
             self.check_class(klass, f"[classes] {op}")
@@ -206,12 +208,25 @@ class _Reader:
                                  f"{', '.join(sorted(known))}",
                                  span=table_span(path, text=key))
 
+    def span_of(self, where: str) -> Span | None:
+        """The table line of entry `where` ("case #3", "family #1", ...)."""
+        entry = re.match(r"(case|family) #(\d+)", where)
+        return table_span(self.path, entry.group(1), int(entry.group(2))) if entry else \
+            table_span(self.path)
+
     def fail(self, where: str, message: str) -> TableError:
         """An error in entry `where` ("case #3", "family #1", "case math.add/x")."""
-        entry = re.match(r"(case|family) #(\d+)", where)
-        span = table_span(self.path, entry.group(1), int(entry.group(2))) if entry else \
-            table_span(self.path)
-        return TableError(f"{where}: {message}", span=span)
+        return TableError(f"{where}: {message}", span=self.span_of(where))
+
+    def file_name(self, name: str, what: str, where: str = "") -> str:
+        """`name`, which becomes a folder's name in a suite: a safe one (no `.`, `..`,
+        separator, NUL or leading dot: core.files.safe_component), else E1100 at entry
+        `where` (at the `module` line without one)."""
+        try:
+            return safe_component(name, what)
+        except FileDiagnostic as error:
+            span = self.span_of(where) if where else table_span(self.path, text="module")
+            raise TableError(error.message, span=span) from None
 
     def check_class(self, klass: Any, where: str) -> str:
         if klass not in CLASSES:
@@ -252,7 +267,10 @@ class _Reader:
                 raise self.fail(where, "layouts apply to operator cases only")
         if not isinstance(op, str) or not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise self.fail(where, "a case needs op = \"<operator>\" and name = \"<name>\" "
-                                   "(letters, digits, _ . @ -)")
+                                   "(letters, digits, _ . @ -; not starting with a dot)")
+        self.file_name(name, f"{where}: the case name", where)
+        if model is None:
+            self.file_name(f"{self.module}.{op}", f"{where}: the operator", where)
         where = f"{where} ({op}/{name})"
         case_id = f"{self.module}.{op}/{name}" if model is None else f"{self.module}/{name}"
         domain = entry.get("domain", [-4.0, 4.0])

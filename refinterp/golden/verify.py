@@ -3,6 +3,7 @@ verify`), and rendering a case as deterministic text (`refinterp golden show`)."
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -10,13 +11,16 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
-from refinterp.golden.build import Computed, compute, relative_to_graph, sha256
+from refinterp.golden.build import Computed, case_folders, compute, relative_to_graph, sha256
 from refinterp.golden.layouts import check_layouts
 from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.golden.tolerance import Bound, within
-from refinterp.io import encode_npy, flatten_packs, group_packs, read_arrays, read_params
+from refinterp.io import (MAX_INPUT_SIZE, MAX_JSON_BYTES, encode_npy, flatten_packs,
+                          group_packs, read_arrays, read_params)
 from refinterp.numeric.representation import kind_of
 from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.files import read_chunks, read_text
+from refinterp.core.source import MAX_SOURCE_BYTES
 
 
 @dataclass
@@ -33,23 +37,35 @@ def load_case(folder: Path) -> dict[str, Any]:
     return read_case_manifest(folder)
 
 
-def case_arrays(folder: Path, name: str) -> dict[str, Any]:
+def case_arrays(folder: Path, name: str,
+                max_input_size: int = MAX_INPUT_SIZE) -> dict[str, Any]:
     """The arrays of `<name>.npz` in a case folder, packs regrouped as lists ({} if absent)."""
     path = folder / f"{name}.npz"
     if not path.exists():
         return {}
     reader = read_params if name == "params" else read_arrays
-    return group_packs(reader(path, f"the case's {name}.npz"))
+    return group_packs(reader(path, f"the case's {name}.npz", max_input_size=max_input_size))
 
 
-def check_hashes(folder: Path, case: dict[str, Any]) -> list[str]:
-    """Every file and array hash of a case against its files; what does not match."""
+def file_sha256(path: Path, what: str, limit: int) -> str:
+    """The sha256 of a regular file of at most `limit` bytes, read in pieces (a FIFO or a
+    device is a FileDiagnostic, E0800, unread: core.files)."""
+    digest = hashlib.sha256()
+    for piece in read_chunks(path, what, limit):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+def check_hashes(folder: Path, case: dict[str, Any],
+                 max_input_size: int = MAX_INPUT_SIZE) -> list[str]:
+    """Every file and array hash of a case against its files; what does not match. A file is
+    hashed within `max_input_size` bytes."""
     problems = []
     for name, digest in case.get("files", {}).items():
         path = folder / name
         if not path.exists():
             problems.append(f"{name} is missing")
-        elif sha256(path.read_bytes()) != digest:
+        elif file_sha256(path, name, max_input_size) != digest:
             problems.append(f"{name}: sha256 differs from case.json")
     for section in ("inputs", "outputs", "params", "updated"):
         npz = section
@@ -57,7 +73,7 @@ def check_hashes(folder: Path, case: dict[str, Any]) -> list[str]:
         if not entries or not (folder / f"{npz}.npz").exists() or \
                 any(p.startswith(f"{npz}.npz") for p in problems):
             continue
-        stored = read_arrays(folder / f"{npz}.npz", f"{npz}.npz")
+        stored = read_arrays(folder / f"{npz}.npz", f"{npz}.npz", max_input_size=max_input_size)
         for key, entry in entries.items():
             if key not in stored:
                 problems.append(f"{npz}.npz has no array '{key}'")
@@ -66,15 +82,18 @@ def check_hashes(folder: Path, case: dict[str, Any]) -> list[str]:
     return problems
 
 
-def recompute(folder: Path, case: dict[str, Any]) -> Computed:
+def recompute(folder: Path, case: dict[str, Any],
+              max_input_size: int = MAX_INPUT_SIZE) -> Computed:
     """Run the case's model.sknd on its inputs (and params) under its profile."""
     program = api.load(folder / "model.sknd")
-    params = case_arrays(folder, "params") or None
-    return compute(program, case_arrays(folder, "inputs"), profile=case.get("profile", "spec"),
+    params = case_arrays(folder, "params", max_input_size) or None
+    return compute(program, case_arrays(folder, "inputs", max_input_size),
+                   profile=case.get("profile", "spec"),
                    params=params)
 
 
-def drift(folder: Path, case: dict[str, Any], computed: Computed) -> list[str]:
+def drift(folder: Path, case: dict[str, Any], computed: Computed,
+          max_input_size: int = MAX_INPUT_SIZE) -> list[str]:
     """How a recomputation differs from the stored case (nothing when bit-identical)."""
     expected_error = case.get("error")
     if expected_error is not None:
@@ -86,10 +105,12 @@ def drift(folder: Path, case: dict[str, Any], computed: Computed) -> list[str]:
         return []
     if computed.error is not None:
         return [f"now fails with {computed.error.code}: {computed.error.message}"]
-    problems = _section_drift("output", computed.outputs, case_arrays(folder, "outputs"),
+    problems = _section_drift("output", computed.outputs,
+                              case_arrays(folder, "outputs", max_input_size),
                               case.get("outputs", {}))
     updated = relative_to_graph(api.load(folder / "model.sknd"), computed.updated)
-    problems += _section_drift("updated variable", updated, case_arrays(folder, "updated"),
+    problems += _section_drift("updated variable", updated,
+                               case_arrays(folder, "updated", max_input_size),
                                case.get("updated", {}))
     return problems
 
@@ -122,25 +143,17 @@ def _changed(now: np.ndarray, before: np.ndarray) -> int:
     return int(np.sum(now != before))
 
 
-def _in_nested_suite(suite: Path, case_json: Path) -> bool:
-    """Is the case file inside another suite nested in `suite` (a folder between the two with
-    its own manifest.json, such as golden/nx/ in golden/: docs/golden.md "Module suites")?"""
-    folder = case_json.parent.parent
-    while folder != suite and suite in folder.parents:
-        if (folder / "manifest.json").exists():
-            return True
-        folder = folder.parent
-    return False
-
-
 def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
                  include: Callable[[str], bool] | None = None,
-                 progress: Callable[[str], None] | None = None) -> list[CaseReport]:
+                 progress: Callable[[str], None] | None = None,
+                 max_input_size: int = MAX_INPUT_SIZE) -> list[CaseReport]:
     """Check a suite: manifest.json against the case folders, every hash, and (unless
-    `recompute_cases` is False) every case recomputed bit for bit."""
+    `recompute_cases` is False) every case recomputed bit for bit. A case's file or array
+    archive holding more than `max_input_size` bytes is a problem of the case (E0800)."""
     suite = Path(suite)
     if (suite / "case.json").exists():  # a single case folder (eval --save-case)
-        return [_verify_case(suite, suite.name, None, recompute_cases)]
+        return [_verify_case(suite, suite.name, None, recompute_cases,
+                             max_input_size=max_input_size)]
     reports: list[CaseReport] = []
     manifest_path = suite / "manifest.json"
     if not manifest_path.exists():
@@ -149,8 +162,7 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
         listed = {entry["path"]: entry for entry in read_suite_manifest(suite)}
     except Diagnostic as error:
         return [CaseReport("<suite>", str(suite), [f"{error.message} [{error.code}]"])]
-    present = {p.parent.relative_to(suite).as_posix() for p in suite.rglob("case.json")
-               if not _in_nested_suite(suite, p)}
+    present = {folder.relative_to(suite).as_posix() for folder in case_folders(suite)}
     for path in sorted(present - set(listed)):
         reports.append(CaseReport(path, path, ["a case folder that manifest.json does not list"]))
     for path, entry in sorted(listed.items()):
@@ -162,24 +174,26 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
             reports.append(CaseReport(entry["id"], path, ["listed in manifest.json but missing"]))
             continue
         reports.append(_verify_case(suite / path, entry["id"], entry["sha256"],
-                                    recompute_cases, path))
+                                    recompute_cases, path, max_input_size))
     return reports
 
 
 def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases: bool,
-                 path: str = ".") -> CaseReport:
+                 path: str = ".", max_input_size: int = MAX_INPUT_SIZE) -> CaseReport:
     """Check one case folder: case.json against `digest` (from the suite manifest, if any),
     every hash, then (with `recompute_cases`) its values recomputed."""
     report = CaseReport(case_id, path)
     try:
-        if digest is not None and sha256((folder / "case.json").read_bytes()) != digest:
+        if digest is not None and \
+                file_sha256(folder / "case.json", "case.json", MAX_JSON_BYTES) != digest:
             report.problems.append("case.json: sha256 differs from manifest.json")
         case = load_case(folder)
-        report.problems.extend(check_hashes(folder, case))
+        report.problems.extend(check_hashes(folder, case, max_input_size))
         if not report.problems:  # an input layout must read back its logical input
-            report.problems.extend(check_layouts(folder, case))
+            report.problems.extend(check_layouts(folder, case, max_input_size))
         if recompute_cases and not report.problems:
-            report.problems.extend(drift(folder, case, recompute(folder, case)))
+            computed = recompute(folder, case, max_input_size)
+            report.problems.extend(drift(folder, case, computed, max_input_size))
     except Diagnostic as error:
         report.problems.append(f"cannot be read or run: {error.message} [{error.code}]")
     except OSError as error:
@@ -207,12 +221,12 @@ def show_case(folder: str | Path) -> str:
     folder = Path(folder)
     read_case_manifest(folder)  # a damaged case.json is a diagnostic, not a rendering
     parts = []
-    for name in ("case.json", "model.sknd"):
+    for name, limit in (("case.json", MAX_JSON_BYTES), ("model.sknd", MAX_SOURCE_BYTES)):
         parts.append(f"== {name}")
         try:
-            parts.append((folder / name).read_text(encoding="utf-8").rstrip())
-        except (OSError, UnicodeDecodeError) as error:
-            parts.append(f"(cannot be read: {getattr(error, 'strerror', None) or error})")
+            parts.append(read_text(folder / name, name, limit).rstrip())
+        except Diagnostic as error:  # a regular UTF-8 file within the limit (core.files)
+            parts.append(f"(cannot be read: {error.message})")
     for name in ("inputs", "views", "params", "outputs", "updated"):
         path = folder / f"{name}.npz"
         if not path.exists():

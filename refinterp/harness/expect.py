@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.core.files import read_text, write_text
+from refinterp.io import MAX_JSON_BYTES
 
 PHASES = ("prepare", "run", "compare")
 
@@ -40,14 +42,19 @@ class Expectation:
 
 
 def read_expectations(path: str | Path) -> list[Expectation]:
-    """The entries of an expectations file; a wrong file is a diagnostic (E0901)."""
+    """The entries of an expectations file; a wrong file is a diagnostic (E0901), one that
+    cannot be read — no regular file (a FIFO, a device), above `io.MAX_JSON_BYTES`, not
+    UTF-8 — is E0800 (core.files)."""
     path = Path(path)
+    text = read_text(path, "the expectations", MAX_JSON_BYTES)
     try:
-        text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+    except (RecursionError, ValueError) as error:
         raise GoldenDiagnostic(f"cannot read the expectations '{path}': {error}",
                                code="E0901") from None
+    if not isinstance(data, dict):  # a JSON array or value
+        raise GoldenDiagnostic(f"the expectations '{path}' are no table of [[expect]] entries",
+                               code="E0901")
     result = []
     for k, entry in enumerate(data.get("expect", [])):
         where = f"expectations '{path}', entry {k + 1}"
@@ -82,7 +89,8 @@ def unused(expectations: list[Expectation], case_ids: Iterable[str]) -> list[Exp
 
 
 def write_expectations(path: str | Path, results: list[Any]) -> int:
-    """Write the failures (incl. expected ones) and skips of a run; the number of entries."""
+    """Write the failures (incl. expected ones) and skips of a run, replacing the file
+    atomically (core.files; E0801 if it cannot be written); the number of entries."""
     lines = ["# refinterp check --update-expect: the failures and skips of a run",
              "# (docs/harness.md, \"Expectations\")", ""]
     count = 0
@@ -98,5 +106,5 @@ def write_expectations(path: str | Path, results: list[Any]) -> int:
             lines.append(f"phase = {json.dumps(result.phase)}")
         lines.append("")
         count += 1
-    Path(path).write_text("\n".join(lines), encoding="utf-8")
+    write_text(path, "\n".join(lines), "the expectations file")
     return count

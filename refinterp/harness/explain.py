@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
+from refinterp.core.files import output_folder, safe_component, write_bytes, write_text
 from refinterp.golden.tolerance import bounds, within
 from refinterp.harness.compare import Outcome, backend_dtype, element_verdicts
 from refinterp.harness.suite import Case
@@ -224,10 +225,12 @@ def reference_probes(case: Case, recorder: Any = None) -> dict[str, Any]:
 
 
 def write_probes(folder: Path, probes: dict[str, Any]) -> None:
-    """`<name>.npy` per probe (the harness's `--probe` output)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """`<name>.npy` per probe (the harness's `--probe` output), each file written atomically
+    (core.files; E0801 if it cannot be, or if a name is no safe file name)."""
+    output_folder(folder, "the probe folder")
     for name, value in probes.items():
-        (folder / f"{name}.npy").write_bytes(encode_npy(value))
+        file = safe_component(f"{name}.npy", "a probe's file name")
+        write_bytes(folder / file, encode_npy(value), "a probe")
 
 
 def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | None:
@@ -243,7 +246,7 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
         return flatten_packs(seen)
     runner = backend.prepare(case)
     if isinstance(backend, CommandBackend):
-        folder.mkdir(parents=True, exist_ok=True)
+        output_folder(folder, "the probe folder")
         runner.probes = folder
         runner.run(case.layout_inputs)
         found = {}
@@ -266,11 +269,11 @@ def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
     reference = reference_probes(case, recorder)
     ids = recorder.names()
     probe_dir = getattr(options, "probe_dir", None)
-    root = Path(probe_dir) / case.id.replace("/", "__") if probe_dir else None
+    root = Path(probe_dir) / safe_component(case.id.replace("/", "__"), "the case id") \
+        if probe_dir else None
     if root is not None:
         write_probes(root / "refinterp", reference)
-        (root / "refinterp" / "trace.txt").write_text(recorder.text(), encoding="utf-8",
-                                                      newline="\n")
+        write_text(root / "refinterp" / "trace.txt", recorder.text(), "the probe trace")
     import tempfile
     with tempfile.TemporaryDirectory() as temp:
         theirs = backend_probes(backend, case, (root / "backend") if root else Path(temp))

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from xml.etree import ElementTree
 
 from refinterp.core.diagnostics import GoldenDiagnostic
+from refinterp.core.files import write_bytes, write_text
 from refinterp.harness.runner import STATUSES, Result
 from refinterp.io import read_json
 
@@ -68,12 +69,14 @@ def report_json(results: list[Result], backend: str, suite: str) -> dict[str, An
 
 
 def write_json(path: str | Path, results: list[Result], backend: str, suite: str) -> None:
-    Path(path).write_text(json.dumps(report_json(results, backend, suite), indent=1,
-                                     sort_keys=True) + "\n", encoding="utf-8")
+    """The JSON report, replaced atomically (core.files; E0801 if it cannot be written)."""
+    write_text(path, json.dumps(report_json(results, backend, suite), indent=1,
+                                sort_keys=True) + "\n", "the JSON report")
 
 
 def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
-    """JUnit XML: one testsuite per module, one testcase per case (classname: the operator)."""
+    """JUnit XML: one testsuite per module, one testcase per case (classname: the operator);
+    the file is replaced atomically (core.files; E0801 if it cannot be written)."""
     root = ElementTree.Element("testsuites", name=f"refinterp check: {backend}")
     per_module: dict[str, list[Result]] = defaultdict(list)
     for result in results:
@@ -104,7 +107,8 @@ def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
                     if result.status == "xfail" else result.explanation)
                 skipped.text = result.explanation
     ElementTree.indent(root)
-    Path(path).write_bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
+    write_bytes(path, ElementTree.tostring(root, encoding="utf-8", xml_declaration=True),
+                "the JUnit report")
 
 
 def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:

@@ -6,14 +6,15 @@ shapes stay compatible), then simpler values (reals rounded to integers in [-4, 
 ones); a candidate counts only if refinterp accepts it (its golden is recomputed) and the back
 end still fails it. The search stops when no candidate is accepted or after MAX_TRIES
 candidates. Halving first cuts every axis of one extent at once (in all inputs), then one axis
-position. The smallest case is written as a case folder (docs/golden.md) and named.
+position. The smallest case is written as a case folder (docs/golden.md) and named: each
+candidate is written to a new folder beside it (core.files.make_folder) and, if the back end
+fails it, put in place of the previous smallest (replace_folder); otherwise removed.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +22,8 @@ from typing import Any, Iterator
 import numpy as np
 
 import refinterp.api as api
+from refinterp.core.files import make_folder, remove_made_folder, replace_folder, write_bytes, \
+    write_text
 from refinterp.golden.model import operator_model
 from refinterp.harness.suite import Case, load_suite
 from refinterp.io import encode_npz, flatten_packs
@@ -62,23 +65,30 @@ def _size(inputs: dict[str, Any]) -> int:
     return sum(int(np.size(v)) for v in flatten_packs(inputs).values())
 
 
-def _write(folder: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, Any]) -> Case:
-    """A case folder for a candidate: the original manifest with new arrays."""
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = copy.deepcopy(case.manifest)
-    manifest["id"] = f"{case.id}~shrunk"
-    model = operator_model(manifest["id"], case.operator, inputs, outputs, case.attributes,
-                           tuple(manifest.get("generics", ())))
-    (folder / "model.sknd").write_text(model, encoding="utf-8")
-    (folder / "inputs.npz").write_bytes(encode_npz(inputs))
-    (folder / "outputs.npz").write_bytes(encode_npz(outputs))
-    tolerance = next(iter(case.manifest["outputs"].values()))["tolerance"]
-    manifest["inputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape),
-                              "sha256": ""} for k, v in flatten_packs(inputs).items()}
-    manifest["outputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape), "sha256": "",
-                               "tolerance": tolerance}
-                           for k, v in flatten_packs(outputs).items()}
-    (folder / "case.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+def _write(target: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, Any]) -> Case:
+    """A case folder for a candidate, the original manifest with new arrays: a new folder
+    beside `target` (files.make_folder), to be put in place or removed by the caller."""
+    folder = make_folder(target, "the shrunk case")
+    try:
+        manifest = copy.deepcopy(case.manifest)
+        manifest["id"] = f"{case.id}~shrunk"
+        model = operator_model(manifest["id"], case.operator, inputs, outputs, case.attributes,
+                               tuple(manifest.get("generics", ())))
+        write_text(folder / "model.sknd", model, "the shrunk case's model.sknd")
+        write_bytes(folder / "inputs.npz", encode_npz(inputs), "the shrunk case's inputs.npz")
+        write_bytes(folder / "outputs.npz", encode_npz(outputs),
+                    "the shrunk case's outputs.npz")
+        tolerance = next(iter(case.manifest["outputs"].values()))["tolerance"]
+        manifest["inputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape),
+                                  "sha256": ""} for k, v in flatten_packs(inputs).items()}
+        manifest["outputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape), "sha256": "",
+                                   "tolerance": tolerance}
+                               for k, v in flatten_packs(outputs).items()}
+        write_text(folder / "case.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                   "the shrunk case's case.json")
+    except BaseException:
+        remove_made_folder(folder)
+        raise
     return Case(manifest["id"], folder, manifest)
 
 
@@ -106,20 +116,22 @@ def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
                                        profile=case.profile).outputs
             except api.Error:
                 continue  # refinterp rejects it: not a valid smaller case
-            trial = _write(folder / "trial", case, candidate, outputs)
-            if check_case(backend, trial, quiet).status == "fail":
-                shutil.rmtree(folder / "smallest", ignore_errors=True)
-                (folder / "trial").rename(folder / "smallest")
-                best = Case(trial.id, folder / "smallest", trial.manifest)
-                best_inputs, improved = candidate, True
-                break
-    shutil.rmtree(folder / "trial", ignore_errors=True)
+            smallest = folder / "smallest"
+            trial = _write(smallest, case, candidate, outputs)
+            try:
+                if check_case(backend, trial, quiet).status == "fail":
+                    replace_folder(trial.folder, smallest, "the shrunk case")
+                    best = Case(trial.id, smallest, trial.manifest)
+                    best_inputs, improved = candidate, True
+                    break
+            finally:
+                remove_made_folder(trial.folder)  # the trial, unless it took the place
     return best
 
 
 def shrink_failures(suite: str, spec: Any, options: Any, results: list[Any]) -> list[str]:
     """Lines naming the smallest failing case of every failed operator case."""
-    cases = {c.id: c for c in load_suite(suite)}
+    cases = {c.id: c for c in load_suite(suite, options.max_input_size)}
     backend = spec.make()
     lines = []
     for result in results:
