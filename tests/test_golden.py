@@ -40,6 +40,17 @@ def test_npy_bytes_are_what_numpy_save_writes(array: np.ndarray) -> None:
     assert raw[:8] == b"\x93NUMPY\x01\x00" and (10 + header_length) % 64 == 0
 
 
+def test_every_nan_is_written_as_the_one_quiet_nan() -> None:
+    """A NaN's sign and payload depend on the order of operations, never on the semantics: the
+    bytes must not (docs/golden.md "Arrays: the bytes")."""
+    negative = np.array([1.0, 0.0]).view(np.uint64)
+    negative[:] = [0xFFF8000000000000, 0x7FF0000000000123]  # -NaN, a signalling NaN payload
+    values = np.array([negative.view(np.float64)[0], 2.5, negative.view(np.float64)[1]])
+    data = np.frombuffer(encode_npy(values)[-24:], "<u8")
+    assert data.tolist() == [0x7FF8000000000000, np.float64(2.5).view(np.uint64),
+                             0x7FF8000000000000]
+
+
 def test_npz_bytes_are_fixed_and_readable() -> None:
     arrays = {"x": np.arange(3.0), "ys": [np.ones(2, np.int64), np.zeros(1, bool)]}
     data = encode_npz(arrays)
