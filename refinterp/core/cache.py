@@ -3,24 +3,22 @@ derived from a syntax tree) is kept for the most recently used keys only, never 
 bound. A `BoundedCache` is keyed by value; an `IdentityCache` by the very object, which each of
 its entries holds (so no other object can take its `id()` while the entry lives).
 
-A `DiskCache` keeps values between processes (the parsed standard library, so that a cold
-`refinterp eval` does not parse math.sknd again): versioned, checked on every read, and never
+A `DiskCache` keeps bytes between processes (the parsed standard library in its serial form,
+so that a cold `refinterp eval` does not parse math.sknd again): versioned, checksummed, kept
+only in a folder of the current user that no one else can write (docs/security.md), and never
 more than an optimisation — any failure to read or write an entry is silent, and the caller then
-computes the value as if there were no cache."""
+computes the value as if there were no cache. It stores bytes only: what they mean, and how
+they are checked, is the caller's (language.modules, with syntax.serial)."""
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import io
 import os
-import pickle
-import sys
+import stat
 import tempfile
-import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Generic, Hashable, Mapping, TypeVar
+from typing import Generic, Hashable, Sequence, TypeVar
 
 V = TypeVar("V")
 
@@ -78,11 +76,10 @@ class IdentityCache(Generic[V]):
 CACHE_DIR_VARIABLE = "REFINTERP_CACHE_DIR"   # where the cache lives (default: user cache dir)
 NO_CACHE_VARIABLE = "REFINTERP_NO_CACHE"     # set (to anything but '' or '0'): no disk cache
 
-# A pickle is written only while the recursion limit is at most this: the C pickler recurses
-# once per nesting level, and this bound keeps it far from the end of the C stack (a deeper
-# tree raises RecursionError, which only means the entry is not written).
-_MAX_PICKLE_RECURSION = 4000
-_MAGIC = b"refinterp-cache\n"
+MAX_ENTRY_BYTES = 64 * 2**20  # a longer entry file is not read (whatever its size says)
+_MAX_PARTS = 100_000          # an entry's header announces at most this many parts
+_MAGIC = b"refinterp-cache 3\n"
+_SUFFIX = ".entry"
 
 
 def cache_root() -> Path | None:
@@ -101,144 +98,138 @@ def cache_root() -> Path | None:
     return base / "refinterp"
 
 
-class Deferred:
-    """A part of a value a `DiskCache` stores as a pickle of its own, inside the entry, and
-    reads only when first asked for (`get`): a reader that needs one definition of a library
-    module unpickles that one only (language.modules). `Deferred(value)` marks what to store
-    so; reading the entry gives a `Deferred` whose `get` unpickles it — under the same checks
-    as the entry (its classes of the allowed modules only, the shared objects by reference) —
-    once, whichever thread asks first; a part that cannot be read raises there, so the caller
-    decides what to do instead (modules.py parses the module again)."""
-
-    __slots__ = ("_value", "_data", "_shared", "_modules")
-
-    def __init__(self, value: object) -> None:
-        self._value = value
-        self._data: bytes | None = None
-
-    @classmethod
-    def _stored(cls, data: bytes, shared: Mapping[str, object],
-                modules: frozenset[str]) -> "Deferred":
-        deferred = cls(None)
-        deferred._data, deferred._shared, deferred._modules = data, shared, modules
-        return deferred
-
-    def get(self) -> object:
-        """The value (unpickled on the first call)."""
-        if self._data is not None:
-            with _READING:
-                if self._data is not None:
-                    self._value = _unpickle(self._data, self._shared, self._modules)
-                    self._data = self._shared = self._modules = None
-        return self._value
+def private_folder(path: Path) -> bool:
+    """Whether `path` is a folder (a link to one counts) of the current user that neither its
+    group nor others may write: the only kind of folder a disk cache reads or writes."""
+    getuid = getattr(os, "getuid", None)
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return getuid is not None and stat.S_ISDIR(info.st_mode) and \
+        info.st_uid == getuid() and not info.st_mode & 0o022
 
 
-_READING = threading.RLock()  # one Deferred read at a time: each is read exactly once
+class DamagedEntry(ValueError):
+    """A part of an entry whose checksum does not match its bytes."""
 
 
-class _Pickler(pickle.Pickler):
-    """Writes the objects of `shared` as references by name rather than by value, and each
-    `Deferred` as a pickle of its own (bytes inside this one)."""
+class Part:
+    """One part of an entry (`DiskCache.store`'s `parts`): its bytes, checked against their
+    checksum only when read (`read`), so that a reader pays for the parts it uses only."""
 
-    def __init__(self, stream: io.BytesIO, shared: Mapping[str, object]) -> None:
-        super().__init__(stream, protocol=pickle.HIGHEST_PROTOCOL)
-        self._shared = shared
-        self._names = {id(value): name for name, value in shared.items()}
+    __slots__ = ("_data", "_start", "_end", "_digest")
 
-    def persistent_id(self, obj: object) -> object:  # noqa: D102 - pickle's hook
-        if type(obj) is Deferred:
-            part = io.BytesIO()
-            _Pickler(part, self._shared).dump(obj.get())
-            return ("deferred", part.getvalue())
-        return self._names.get(id(obj))
+    def __init__(self, data: bytes, start: int, end: int, digest: bytes) -> None:
+        self._data, self._start, self._end, self._digest = data, start, end, digest
+
+    def read(self) -> bytes:
+        """The part's bytes; DamagedEntry if they do not match their checksum."""
+        view = memoryview(self._data)[self._start:self._end]
+        if _hex_digest(view) != self._digest:
+            raise DamagedEntry("a part of a cache entry does not match its checksum")
+        return bytes(view)
 
 
-class _Unpickler(pickle.Unpickler):
-    """Reads what `_Pickler` wrote: references by name become the caller's objects, and only
-    classes of the allowed modules are looked up (an entry can name nothing else)."""
+class Entry:
+    """An entry read back: its payload (checksum verified) and its parts (checked when
+    read)."""
 
-    def __init__(self, stream: io.BytesIO, shared: Mapping[str, object],
-                 modules: frozenset[str]) -> None:
-        super().__init__(stream)
-        self._shared = shared
-        self._modules = modules
+    __slots__ = ("payload", "parts")
 
-    def persistent_load(self, pid: object) -> object:  # noqa: D102 - pickle's hook
-        if type(pid) is tuple and len(pid) == 2 and pid[0] == "deferred" and \
-                type(pid[1]) is bytes:
-            return Deferred._stored(pid[1], self._shared, self._modules)
-        if not isinstance(pid, str) or pid not in self._shared:
-            raise pickle.UnpicklingError(f"unknown shared object {pid!r}")
-        return self._shared[pid]
-
-    def find_class(self, module: str, name: str) -> object:  # noqa: D102 - pickle's hook
-        if module not in self._modules:
-            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
-        return super().find_class(module, name)
+    def __init__(self, payload: bytes, parts: tuple[Part, ...]) -> None:
+        self.payload, self.parts = payload, parts
 
 
 class DiskCache:
-    """Values kept in files between processes, keyed by the text they were computed from.
+    """Bytes kept in files between processes, keyed by the text they were computed from.
 
-    An entry of `kind` lives in `<root>/<kind>-<version>/<sha256 of the text>.pickle`, where
-    `version` is `fingerprint`, a hash of everything that decides the value's layout (the
+    An entry of `kind` lives in `<root>/<kind>-<version>/<sha256 of the text>.entry`, where
+    `version` starts `fingerprint`, a hash of everything that decides the stored form (the
     caller passes the code that computes and defines the values): an entry is never read by
-    another version. Every entry starts with a header repeating the full fingerprint and the
-    key, checked on reading; its pickle may name classes of `modules` only. Objects the caller
-    already has (the SourceFile a tree's spans point to) are passed as `shared` on both sides
-    and stored as references, so the value read back points to the caller's own objects.
-    Entries are written to a temporary file renamed into place (readers never see half an
-    entry); nothing is written while the root cannot be created or written (read-only caches
-    are only read). Reading or writing never raises: a missing, corrupt, foreign or
-    unreadable entry reads as None."""
+    another version. The file is a header, then a payload, then any number of parts:
 
-    def __init__(self, kind: str, fingerprint: str, modules: frozenset[str],
-                 root: Path | None = None) -> None:
+        refinterp-cache 3           (the format)
+        <fingerprint>               (the full fingerprint, checked)
+        <sha256 of the text>        (the key, checked)
+        <n>                         (the number of parts)
+        <sha256> <length>           (the payload's checksum and length in bytes)
+        <sha256> <length>           (n lines: each part's)
+        payload and parts, back to back: exactly the lengths announced
+
+    A root or kind folder that is not `private_folder` (not the user's own, or writable by
+    group or others) is neither read nor written, silently; folders are made 0o700, entries
+    0o600. Only a regular file of the user's of at most MAX_ENTRY_BYTES is read (a FIFO cannot
+    hang a reader, a huge file cannot fill its memory). Entries are written to a temporary
+    file renamed into place (readers never see half an entry); a read-only cache is only
+    read. Reading or writing never raises: a missing, damaged, foreign or unreadable entry
+    reads as None, and storing replaces it."""
+
+    def __init__(self, kind: str, fingerprint: str, root: Path | None = None) -> None:
         self.kind = kind
         self.fingerprint = fingerprint
-        self.modules = modules
         self.root = root
 
-    def _folder(self) -> Path | None:
+    @property
+    def enabled(self) -> bool:
+        """Whether entries may be read or written at all (not switched off)."""
+        return self._folders() is not None
+
+    def _folders(self) -> tuple[Path, Path] | None:
         root = self.root if self.root is not None else cache_root()
-        return None if root is None else root / f"{self.kind}-{self.fingerprint[:20]}"
+        return None if root is None else (root, root / f"{self.kind}-{self.fingerprint[:20]}")
 
     def _header(self, digest: str) -> bytes:
         return _MAGIC + f"{self.fingerprint}\n{digest}\n".encode("ascii")
 
-    def load(self, text: str, shared: Mapping[str, object]) -> object | None:
-        """The value stored for `text`, or None."""
-        folder = self._folder()
-        if folder is None:
+    def prepare(self) -> bool:
+        """Make the folders if missing; whether `store` can write there (they are the user's
+        own): a caller may skip making what would not be kept."""
+        return self._writable_folder() is not None
+
+    def _writable_folder(self) -> Path | None:
+        """The kind folder, made (0o700, with the root) if missing, if it and the root are
+        `private_folder`s; else None."""
+        folders = self._folders()
+        if folders is None:
+            return None
+        try:
+            for folder in folders:
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except (OSError, ValueError):
+            return None
+        return folders[1] if all(map(private_folder, folders)) else None
+
+    def load(self, text: str) -> Entry | None:
+        """The entry stored for `text`, or None."""
+        folders = self._folders()
+        if folders is None or not all(map(private_folder, folders)):
             return None
         digest = _digest(text)
+        data = _read_entry(folders[1] / f"{digest}{_SUFFIX}")
+        if data is None:
+            return None
         try:
-            data = (folder / f"{digest}.pickle").read_bytes()
-            header = self._header(digest)
-            if not data.startswith(header):
-                return None
-            return _unpickle(memoryview(data)[len(header):], shared, self.modules)
-        except Exception:  # noqa: BLE001 - a cache entry that cannot be read is no entry
+            return _parse_entry(data, self._header(digest))
+        except (ValueError, IndexError):  # a header or checksum that does not hold
             return None
 
-    def store(self, text: str, value: object, shared: Mapping[str, object]) -> None:
-        """Keep `value` for `text`, if possible (see the class)."""
-        folder = self._folder()
-        if folder is None or sys.getrecursionlimit() > _MAX_PICKLE_RECURSION:
+    def store(self, text: str, payload: bytes, parts: Sequence[bytes] = ()) -> None:
+        """Keep `payload` and `parts` for `text`, if possible (see the class)."""
+        folder = self._writable_folder()
+        if folder is None:
             return
         digest = _digest(text)
+        lines = [self._header(digest), b"%d\n" % len(parts)]
+        lines.extend(b"%s %d\n" % (_hex_digest(p), len(p)) for p in (payload, *parts))
         temporary = None
         try:
-            stream = io.BytesIO()
-            stream.write(self._header(digest))
-            _Pickler(stream, shared).dump(value)
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-            with os.fdopen(handle, "wb") as out:
-                out.write(stream.getvalue())
-            os.replace(temporary, folder / f"{digest}.pickle")
+            with os.fdopen(handle, "wb") as out:  # mkstemp makes it 0o600
+                out.write(b"".join([*lines, payload, *parts]))
+            os.replace(temporary, folder / f"{digest}{_SUFFIX}")
             temporary = None
-        except Exception:  # noqa: BLE001 - a cache that cannot be written is only slower
+        except (OSError, ValueError):  # a cache that cannot be written is only slower
             pass
         finally:
             if temporary is not None:
@@ -248,16 +239,72 @@ class DiskCache:
                     pass
 
 
-def _unpickle(data: bytes | memoryview, shared: Mapping[str, object],
-              modules: frozenset[str]) -> object:
-    """What `_Pickler` wrote (raises if it cannot be read)."""
-    collecting = gc.isenabled()
-    gc.disable()  # unpickling makes many objects, all kept: collecting finds nothing
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry file `path` if it is a regular file (not a link) of the current
+    user of at most MAX_ENTRY_BYTES, read without blocking on a FIFO; else None."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
     try:
-        return _Unpickler(io.BytesIO(data), shared, modules).load()
+        descriptor = os.open(path, flags)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            return None
+        chunks, size = [], 0
+        want = min(info.st_size, MAX_ENTRY_BYTES) + 1  # + 1: a file larger than it says
+        while size <= MAX_ENTRY_BYTES:
+            chunk = os.read(descriptor, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            want = min(2**20, MAX_ENTRY_BYTES + 1 - size)
+        return b"".join(chunks) if size <= MAX_ENTRY_BYTES else None
+    except OSError:
+        return None
     finally:
-        if collecting:
-            gc.enable()
+        os.close(descriptor)
+
+
+def _parse_entry(data: bytes, header: bytes) -> Entry:
+    """The entry of `data`, whose header must start with `header` (format, fingerprint, key);
+    a ValueError (or IndexError) if it is damaged, truncated or foreign."""
+    if not data.startswith(header):
+        raise ValueError("a foreign entry")
+    position = len(header)
+    end = data.index(b"\n", position)
+    count = _number(data[position:end])
+    if count > _MAX_PARTS:
+        raise ValueError("too many parts")
+    sizes = []
+    for _ in range(count + 1):
+        position, end = end + 1, data.index(b"\n", end + 1)
+        digest, space, length = data[position:end].partition(b" ")
+        if len(digest) != 64 or not space:
+            raise ValueError("a damaged header")
+        sizes.append((digest, _number(length)))
+    start = end + 1
+    if start + sum(size for _, size in sizes) != len(data):
+        raise ValueError("a truncated entry")
+    parts = []
+    for digest, size in sizes:
+        parts.append(Part(data, start, start + size, digest))
+        start += size
+    payload = parts[0].read()  # its checksum verified now: DamagedEntry is a ValueError
+    return Entry(payload, tuple(parts[1:]))
+
+
+def _number(text: bytes) -> int:
+    """A length or count in decimal digits (no sign, no spaces, at most 12 digits)."""
+    if not text.isdigit() or len(text) > 12:
+        raise ValueError(f"not a length: {text[:20]!r}")
+    return int(text)
+
+
+def _hex_digest(data: bytes | memoryview) -> bytes:
+    return hashlib.sha256(data).hexdigest().encode("ascii")
 
 
 def _digest(text: str) -> str:

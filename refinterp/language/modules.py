@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import refinterp
 from refinterp.core import source as source_module
-from refinterp.core.cache import BoundedCache, Deferred, DiskCache
+from refinterp.core.cache import BoundedCache, DiskCache, Entry, Part
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
 from refinterp.core.source import SourceFile, Span
-from refinterp.syntax import ast
+from refinterp.syntax import ast, serial
 from refinterp.syntax.parser import ParseResult, parse_module
 
 EXTENSIONS = (".sknd", ".nnef")
@@ -65,7 +66,7 @@ def resolve_main(path: str | Path) -> Path:
                 return candidate
         raise ModuleDiagnostic(
             f"model folder '{path}' has no main.sknd (or main.nnef)", code="E0200")
-    if not _is_file(path):
+    if not _is_file(path) and not os.path.exists(path):  # a FIFO, a device: read_source refuses
         notes = []
         module = Path(*str(path).split("."))
         if not path.suffix and any(_is_file((STDLIB_DIR / module).with_suffix(e))
@@ -77,7 +78,8 @@ def resolve_main(path: str | Path) -> Path:
 
 
 def read_source(path: Path) -> SourceFile:
-    """Read a source file; an unreadable file is a diagnostic, not a crash."""
+    """Read a source file; an unreadable file is a diagnostic, not a crash (a FIFO, a device
+    or a file above `core.source.MAX_SOURCE_BYTES` too: E0800, unread)."""
     try:
         return SourceFile.read(path)
     except OSError as exc:
@@ -89,14 +91,15 @@ _PARSED: BoundedCache[tuple[SourceFile, ParseResult]] = BoundedCache(256)
 
 # Bump when the way parse results are stored changes without any file of the fingerprint
 # changing.
-PARSE_CACHE_FORMAT = 2
+PARSE_CACHE_FORMAT = 3
 
 
 def _parse_fingerprint() -> str | None:
     """What a stored parse result depends on besides its text: the cache format, refinterp's
-    version, Python's, and the text of every file that parses or defines the stored classes
-    (`refinterp.syntax`, `refinterp.core.source`), so an edited parser never reads an entry an
-    older one wrote, whatever the version number says. None if those files cannot be read."""
+    version, Python's, and the text of every file that parses, defines or serialises the
+    stored classes (`refinterp.syntax`, `refinterp.core.source`), so an edited parser never
+    reads an entry an older one wrote, whatever the version number says. None if those files
+    cannot be read."""
     digest = hashlib.sha256(f"{PARSE_CACHE_FORMAT} {refinterp.__version__} "
                             f"{sys.version_info[:2]}".encode())
     syntax_dir = Path(ast.__file__).parent
@@ -114,69 +117,185 @@ def parse_disk_cache() -> DiskCache | None:
     """The disk cache of parsed library modules (docs/architecture.md "Start-up"), made on
     first use (its fingerprint reads the syntax sources); None without a fingerprint."""
     fingerprint = _parse_fingerprint()
-    return None if fingerprint is None else DiskCache("parsed", fingerprint, frozenset(
-        {"refinterp.syntax.ast", "refinterp.syntax.parser", "refinterp.core.source"}))
+    return None if fingerprint is None else DiskCache("parsed", fingerprint)
+
+
+# The kinds (syntax.serial) of an entry's payload — the module's span, its imports and, per
+# definition, what loading and look-ups read — and of each part: a definition's blocks.
+_INDEX = "tuple[Span, tuple[Import, ...], tuple[tuple[Span, str, bool, bool], ...]]"
+_BLOCKS = "tuple[Block, ...]"
 
 
 def _parse_stored(source: SourceFile) -> ParseResult:
     """Parse `source`, or read the result a previous process stored for the same text. Only
-    results without warnings are stored (a warning is a Diagnostic, an exception: not worth
-    trusting to pickle); the tree's spans point to `source` either way. A stored module keeps
-    each definition's blocks apart, read when first used (`_stored_form`)."""
+    results without warnings are stored (a warning is a Diagnostic, not a tree); the tree's
+    spans point to `source` either way. A stored module keeps each definition's blocks apart,
+    read when first used (`_from_stored`). An entry that cannot be read, or does not match
+    the text, is replaced by the parse."""
     cache = parse_disk_cache()
-    if cache is None:
+    if cache is None or not cache.enabled:
         return parse_module(source)
-    shared = {"source": source}
-    module = _from_stored(cache.load(source.text, shared), source)
-    if module is not None:
-        return ParseResult(module, ())
+    module = _from_stored(cache.load(source.text), source)
+    return ParseResult(module, ()) if module is not None else _parse_and_store(source)
+
+
+def _parse_and_store(source: SourceFile) -> ParseResult:
+    """Parse `source` and, without warnings, store the result (replacing any entry)."""
     result = parse_module(source)
-    if not result.warnings:
-        cache.store(source.text, _stored_form(result.module), shared)
+    cache = parse_disk_cache()
+    if cache is not None and not result.warnings and cache.prepare():
+        stored = _stored_form(result.module, source)
+        if stored is not None:
+            cache.store(source.text, *stored)
     return result
 
 
-def _stored_form(module: ast.Module) -> tuple:
-    """What the disk cache keeps of a parsed library module: its span and imports and, per
-    definition, what loading and look-ups read (span, name, graph or not, public or not) with
-    the blocks as a part of their own (`core.cache.Deferred`): a one-op graph uses one
-    definition of math.sknd's 71, and unpickling the others cost more than all the rest of
-    loading (docs/architecture.md "Start-up")."""
-    return (_STORED_MODULE, module.span, module.imports,
-            tuple((d.span, d.name, d.is_graph, d.public, Deferred(d.blocks))
-                  for d in module.definitions))
-
-
-_STORED_MODULE = "module, definitions' blocks deferred"
-
-
-def _from_stored(stored: object, source: SourceFile) -> ast.Module | None:
-    """The module `_stored_form` kept, its definitions reading their blocks when first asked
-    (`ast.OperatorDef.pending`); None for anything else (the module is then parsed)."""
+def _stored_form(module: ast.Module, source: SourceFile) -> tuple[bytes, list[bytes]] | None:
+    """What the disk cache keeps of a parsed library module (None if it has no serial form):
+    the payload `_INDEX` and, per definition, its blocks as a part of their own: a one-op
+    graph uses one definition of math.sknd's 71, and reading the others cost more than all
+    the rest of loading (docs/architecture.md "Start-up")."""
     try:
-        marker, span, imports, definitions = stored  # type: ignore[misc]
-        if marker != _STORED_MODULE or not isinstance(imports, tuple) or \
-                not all(isinstance(i, ast.Import) for i in imports):
-            return None
-        reparsed = _Reparse(source)
-        made = []
-        for index, (def_span, name, is_graph, public, blocks) in enumerate(definitions):
-            if not (isinstance(name, str) and isinstance(def_span, Span) and
-                    type(is_graph) is bool and type(public) is bool and
-                    type(blocks) is Deferred):
-                return None
-            made.append(ast.OperatorDef.pending(
-                name, _PendingBlocks(blocks, reparsed, index, name), is_graph=is_graph,
-                public=public, span=def_span))
-        if not isinstance(span, Span):
-            return None
-        return ast.Module(imports, tuple(made), span=span)
-    except (TypeError, ValueError):
+        index = serial.dumps((module.span, module.imports, tuple(
+            (d.span, d.name, d.is_graph, d.public) for d in module.definitions)), source)
+        return index, [serial.dumps(d.blocks, source) for d in module.definitions]
+    except serial.SerialError:
         return None
 
 
+def _from_stored(entry: Entry | None, source: SourceFile) -> ast.Module | None:
+    """The module an entry holds, its definitions reading their blocks when first asked
+    (`ast.OperatorDef.pending`); None for anything that is not the stored form of `source`'s
+    module (the module is then parsed): a payload of the wrong shape, a part per definition
+    missing, or imports and definitions that are not where the text has them."""
+    if entry is None:
+        return None
+    try:
+        span, imports, definitions = serial.loads(entry.payload, _INDEX, source)
+    except serial.SerialError:
+        return None
+    if len(definitions) != len(entry.parts) or not _anchored(imports, definitions, source):
+        return None
+    reparsed = _Reparse(source)
+    return ast.Module(imports, tuple(
+        ast.OperatorDef.pending(name, _PendingBlocks(part, reparsed, index, def_span),
+                                is_graph=is_graph, public=public, span=def_span)
+        for index, ((def_span, name, is_graph, public), part)
+        in enumerate(zip(definitions, entry.parts))), span=span)
+
+
+# ------------------------------------------------------------- stored trees anchored in the text
+#
+# A payload or part of the right shape must also be the tree of this text: each import spells
+# its module where its span says, each definition starts with its header (`public`, `operator`
+# or `graph`, its name) and each block with `@kind` where theirs say, and the text between
+# them, in order, holds nothing but white space, comments and (between imports) `import`, `,`
+# and `;` — so an entry holding another module's tree, an import or a definition added or
+# left out, is not believed (docs/security.md "The parse cache").
+
+def _offsets(span: Span, source: SourceFile) -> tuple[int, int]:
+    """The character offsets [start, end) of a span of `source` (ValueError for another's)."""
+    if span.source is not source:
+        raise ValueError("a span of another file")
+    starts = source.line_starts
+    return starts[span.line - 1] + span.col - 1, starts[span.end_line - 1] + span.end_col - 1
+
+
+def _is_name(word: str) -> bool:
+    """Whether `word` is a name as the lexer reads one ([A-Za-z_][A-Za-z0-9_]*)."""
+    return word.isascii() and word.isidentifier()
+
+
+def _gap(text: str, start: int, end: int, words: frozenset[str] = frozenset(),
+         last: bool = False) -> bool:
+    """Whether text[start:end] holds nothing but white space, comments and `words`: what may
+    lie between two stored items. A comment runs to the end of its line, so the gap's last
+    line (which the next item continues) may hold none, unless the gap ends the file
+    (`last`)."""
+    if start > end:
+        return False
+    lines = text[start:end].split("\n")
+    for number, line in enumerate(lines):
+        code, comment, _ = line.partition("#")
+        if comment and number == len(lines) - 1 and not last:
+            return False
+        if words:
+            code = code.replace(",", " , ").replace(";", " ; ")
+        if not all(word in words for word in code.split()):
+            return False
+    return True
+
+
+_BETWEEN_IMPORTS = frozenset({"import", ",", ";"})
+
+
+def _header(text: str, start: int, end: int) -> tuple[bool, bool, str, int] | None:
+    """The definition header at `start`: `[public] operator|graph name {` as (public,
+    is_graph, name, the offset after `{`); None if there is none."""
+    brace = text.find("{", start, end)
+    words = text[start:brace].split() if brace >= 0 else []
+    public = words[:1] == ["public"]
+    if public:
+        words = words[1:]
+    if len(words) != 2 or words[0] not in ("operator", "graph") or not _is_name(words[1]):
+        return None
+    return public, words[0] == "graph", words[1], brace + 1
+
+
+def _anchored(imports: tuple[ast.Import, ...], definitions: tuple, source: SourceFile
+              ) -> bool:
+    """Whether the stored imports and definitions (span, name, is_graph, public) are those of
+    `source`'s text (see above)."""
+    text = source.text
+    try:
+        imported = []
+        for imp in imports:
+            start, end = _offsets(imp.span, source)
+            if not imp.module or not all(map(_is_name, imp.module)) or \
+                    "".join(text[start:end].split()) != ".".join(imp.module):
+                return False
+            imported.append((start, end))
+        defined = []
+        for span, name, is_graph, public in definitions:
+            start, end = _offsets(span, source)
+            if _header(text, start, end)[:3] != (public, is_graph, name) or \
+                    text[end - 1:end] != "}":
+                return False
+            defined.append((start, end))
+    except (ValueError, IndexError, TypeError):  # TypeError: no header
+        return False
+    if imported != sorted(imported) or defined != sorted(defined):  # each in text order
+        return False
+    items = sorted(imported + defined)
+    edges = [0, *(offset for item in items for offset in item), len(text)]
+    return all(_gap(text, edges[i], edges[i + 1], _BETWEEN_IMPORTS, i == len(edges) - 2)
+               for i in range(0, len(edges), 2))
+
+
+def _blocks_anchored(blocks: tuple[ast.Block, ...], definition: Span,
+                     source: SourceFile) -> bool:
+    """Whether stored blocks are those of the definition at `definition` in the text: each
+    `@kind` where its span says, in order, with nothing but white space and comments between
+    them and the definition's header and closing brace."""
+    text = source.text
+    try:
+        start, end = _offsets(definition, source)
+        position = _header(text, start, end)[3]
+        for block in blocks:
+            block_start, block_end = _offsets(block.span, source)
+            if block.kind not in ast.BLOCK_NAMES or block_end > end or \
+                    not text.startswith("@" + block.kind, block_start) or \
+                    not _gap(text, position, block_start):
+                return False
+            position = block_end
+        return text[end - 1:end] == "}" and _gap(text, position, end - 1)
+    except (ValueError, IndexError, TypeError):  # TypeError: no header
+        return False
+
+
 class _Reparse:
-    """The module parsed again, once, for a definition whose stored blocks cannot be read."""
+    """The module parsed again, once, for a definition whose stored blocks cannot be read; the
+    parse replaces the entry."""
 
     def __init__(self, source: SourceFile) -> None:
         self.source = source
@@ -184,19 +303,20 @@ class _Reparse:
 
     def definitions(self) -> tuple[ast.OperatorDef, ...]:
         if self.module is None:
-            self.module = parse_module(self.source).module
+            self.module = _parse_and_store(self.source).module
         return self.module.definitions
 
 
 class _PendingBlocks:
-    """The blocks of a stored definition: read from the entry when first asked for, or, if that
-    part cannot be read (a damaged entry), taken from the module parsed again — the same
-    blocks either way. The same tuple whichever thread asks, however often."""
+    """The blocks of a stored definition: read from the entry's part when first asked for, or,
+    if that part cannot be read (damaged, of the wrong shape, not anchored in the text), taken
+    from the module parsed again — the same blocks either way. The same tuple whichever thread
+    asks, however often."""
 
-    __slots__ = ("stored", "reparsed", "index", "name", "blocks")
+    __slots__ = ("part", "reparsed", "index", "span", "blocks")
 
-    def __init__(self, stored: Deferred, reparsed: _Reparse, index: int, name: str) -> None:
-        self.stored, self.reparsed, self.index, self.name = stored, reparsed, index, name
+    def __init__(self, part: Part, reparsed: _Reparse, index: int, span: Span) -> None:
+        self.part, self.reparsed, self.index, self.span = part, reparsed, index, span
         self.blocks: tuple[ast.Block, ...] | None = None
 
     def __call__(self) -> tuple[ast.Block, ...]:
@@ -207,16 +327,17 @@ class _PendingBlocks:
         return self.blocks
 
     def _read(self) -> tuple[ast.Block, ...]:
+        source = self.reparsed.source
         try:
-            blocks = self.stored.get()
-            if type(blocks) is tuple and all(type(b) is ast.Block for b in blocks):
+            blocks = serial.loads(self.part.read(), _BLOCKS, source)
+            if _blocks_anchored(blocks, self.span, source):
                 return blocks
-        except Exception:  # noqa: BLE001 - a part that cannot be read is parsed again
+        except ValueError:  # DamagedEntry, SerialError
             pass
         definitions = self.reparsed.definitions()
-        if self.index >= len(definitions) or definitions[self.index].name != self.name:
-            raise RuntimeError(f"the parse cache entry of {self.reparsed.source.path} does "
-                               f"not match its text")  # the entry's key is the text's hash
+        if self.index >= len(definitions) or definitions[self.index].span != self.span:
+            raise RuntimeError(f"the parse cache entry of {source.path} does not match its "
+                               f"text")  # cannot be: the definitions are anchored in it
         return definitions[self.index].blocks
 
 
