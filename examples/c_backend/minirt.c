@@ -84,11 +84,13 @@ static double get_f8(const unsigned char *p)
     return d;
 }
 
+/* Every NaN is written as the one quiet NaN 0x7ff8000000000000, as refinterp writes it
+ * (docs/golden.md, "Arrays: the bytes"): a NaN's sign depends on the order of operations. */
 static void put_f8(unsigned char *p, double d)
 {
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
-    put64(p, bits);
+    put64(p, d != d ? UINT64_C(0x7ff8000000000000) : bits);
 }
 
 static void put_f4(unsigned char *p, float f)

@@ -51,6 +51,7 @@ class Backend:
 
     name = "jax"
     profile = "spec"
+    requires = ("jax",)  # the modules it needs (harness.backends.resolve)
     jit = False
 
     def prepare(self, case: Case) -> "_Runner":

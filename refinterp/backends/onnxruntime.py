@@ -100,6 +100,7 @@ class Backend:
 
     name = "onnxruntime"
     profile = "spec"
+    requires = ("onnx", "onnxruntime")  # the modules it needs (harness.backends.resolve)
 
     def prepare(self, case: Any) -> Runner:
         """Translate the case to ONNX and create its session (float64, else float32)."""

@@ -40,6 +40,7 @@ class Backend:
 
     name = "torch"
     profile = "spec"
+    requires = ("torch",)  # the modules it needs (harness.backends.resolve)
 
     def prepare(self, case: Case) -> "_Runner":
         """The runner of `case`, or Unsupported for a model case / an unmapped operator."""

@@ -81,6 +81,25 @@ def parse_size(text: str, option: str) -> int:
     return size
 
 
+def add_max_input_size(parser: argparse.ArgumentParser) -> None:
+    """`--max-input-size SIZE`, an option of every command that reads array files (eval,
+    einsum, check, golden verify; docs/limits.md)."""
+    parser.add_argument("--max-input-size", metavar="SIZE",
+                        help="the most bytes one array file may hold (an .npy file, an .npz "
+                             "archive's members uncompressed, a folder of .dat files), checked "
+                             "before it is read (default 4G)")
+
+
+def max_input_size(args: argparse.Namespace) -> int:
+    """The `--max-input-size` of a command line in bytes; refinterp.io's default when it is not
+    given (or the command has no such option)."""
+    if getattr(args, "max_input_size", None) is None:
+        from refinterp.io import MAX_INPUT_SIZE  # numpy: only once arrays are read
+
+        return MAX_INPUT_SIZE
+    return parse_size(args.max_input_size, "--max-input-size")
+
+
 def parse_regex(text: str | None, option: str) -> str | None:
     """A regular-expression option (-k, --exclude), checked; None stays None."""
     if text is not None:
@@ -320,6 +339,7 @@ def _add_eval(commands: Any, *parents: argparse.ArgumentParser) -> None:
     eval_cmd.add_argument("--max-tensor-size", metavar="SIZE",
                           help="the most bytes one tensor may take, checked before it is made "
                                "(default 1G)")
+    add_max_input_size(eval_cmd)
     eval_cmd.add_argument("--max-lower-iterations", type=int, metavar="N",
                           help="the most iterations one @lower formula may run, checked before "
                                "it runs (default 1000000000)")

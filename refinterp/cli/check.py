@@ -8,15 +8,24 @@ import re
 import sys
 from typing import Any
 
-from refinterp.cli.arguments import MAX_JOBS, check_number, parse_regex
+from refinterp.cli.arguments import (MAX_JOBS, add_max_input_size, check_number,
+                                     max_input_size, parse_regex)
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
+
+EXIT_NOTHING_RAN = 4  # no case ran: every one skipped, or none selected (docs/harness.md)
+EPILOG = ("exit status: 0 every case that ran passed (or failed as expected); 1 a case failed, "
+          "is broken (the suite's or the harness's own problem) or passed unexpectedly, or "
+          "the back end cannot be run at all; 2 misuse of the command line; 4 no case ran "
+          "(every case skipped, or none selected) unless --allow-skip; 130, 143 interrupted "
+          "(SIGINT, SIGTERM)")
 
 
 def add_parser(commands: Any) -> None:
     """Register `check` (it has its own --json FILE, unlike the other commands)."""
     check = commands.add_parser(
-        "check", help="run a back end on a golden suite and explain every mismatch")
+        "check", help="run a back end on a golden suite and explain every mismatch",
+        epilog=EPILOG)
     check.add_argument("suite", nargs="?", metavar="SUITE",
                        help="a golden suite folder (or one case folder)")
     which = check.add_mutually_exclusive_group()
@@ -35,6 +44,10 @@ def add_parser(commands: Any) -> None:
                             "spec): it runs that profile's variants of the cases")
     check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="per case (default 60); a case that takes longer fails")
+    check.add_argument("--in-process", action="store_true",
+                       help="run a Python --backend in this process, not in a worker process "
+                            "(for debugging: a hang, an exit or a crash of the back end then "
+                            "stops the run)")
     check.add_argument("-k", dest="include", metavar="REGEX",
                        help="only the cases whose id matches (searched)")
     check.add_argument("--exclude", metavar="REGEX", help="leave out the cases whose id matches")
@@ -44,12 +57,16 @@ def add_parser(commands: Any) -> None:
                        help="write the failures and skips of this run as an expectations file")
     check.add_argument("--allow-xpass", action="store_true",
                        help="an unexpected pass does not fail the run")
+    check.add_argument("--allow-skip", action="store_true",
+                       help="a run in which no case ran (every case skipped, or none "
+                            f"selected) exits 0, not {EXIT_NOTHING_RAN}")
     check.add_argument("--rtol", type=float, help="override every case's relative tolerance")
     check.add_argument("--atol", type=float, help="override every case's absolute tolerance")
     check.add_argument("--ulp", type=int, help="override every case's ULP window")
     check.add_argument("--dtype", choices=["exact", "kind", "values"], default="kind",
                        help="dtype policy: exact (float64/int64/bool), kind (the default: a "
                             "float32 result passes on values), values (any dtype)")
+    add_max_input_size(check)
     check.add_argument("--json", metavar="REPORT.json", help="write the JSON report")
     check.add_argument("--junit", metavar="REPORT.xml", help="write a JUnit XML report")
     check.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
@@ -82,7 +99,12 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 def cmd_check(args: argparse.Namespace, out: Output) -> int:
     """Check a back end, or merge shard reports."""
     from refinterp import harness
+    from refinterp.io import check_writable
 
+    for path, what in ((args.json, "--json"), (args.junit, "--junit"),
+                       (args.update_expect, "--update-expect")):
+        if path:  # refused before the run, not after it
+            check_writable(path, what)
     if args.merge:
         results, backend, suite = harness.load_results(args.merge)
         return _finish(args, out, results, backend, suite)
@@ -96,43 +118,92 @@ def cmd_check(args: argparse.Namespace, out: Output) -> int:
     check_number(args.ulp, "--ulp", 0, 2**62)
     if args.profile is not None and args.backend_cmd is None:
         raise UsageError("--profile is for --backend-cmd (a named back end says its own)")
+    if args.in_process and args.backend_cmd is not None:
+        raise UsageError("--in-process is for a Python --backend (a command always runs in "
+                         "processes of its own)")
     spec = harness.BackendSpec(name=args.backend, command=args.backend_cmd,
-                               timeout=args.timeout, profile=args.profile)
-    try:
-        backend = spec.make()
-    except harness.BackendNameError as error:
-        raise UsageError(str(error)) from None
-    expectations = []
-    if args.expect:
-        expectations = harness.read_expectations(args.expect)
-    import shlex
+                               timeout=args.timeout, profile=args.profile,
+                               in_process=args.in_process)
+    from refinterp.harness import processes
 
-    rerun = "refinterp check " + " ".join(shlex.quote(a) for a in _rerun_words(args, spec))
-    options = harness.Options(policy=args.dtype,
-                              override=harness.Override(args.rtol, args.atol, args.ulp),
-                              timeout=args.timeout, explain=not args.no_explain,
-                              probe_dir=args.probe, rerun=rerun)
+    # while checking: the back ends' processes end with the run, and SIGINT / SIGTERM stop
+    # them before the finished cases are reported (docs/harness.md, "Processes")
+    with processes.scope(), processes.interruptible():
+        try:
+            return _check(args, out, spec)
+        except processes.Interrupted as stop:  # while reporting, after the run
+            return stop.status
+
+
+def _check(args: argparse.Namespace, out: Output, spec: Any) -> int:
+    """Run the suite (and --shrink) on the back end; print and write what it gave."""
+    from refinterp import harness
+    from refinterp.harness import processes
+
+    finished: list[Any] = []
+    name = spec.describe()
+    expectations = []
     progress, done = _progress_bar(args)
+
+    def record(result: Any) -> None:
+        finished.append(result)
+        if progress is not None:
+            progress(result)
     try:
+        try:
+            backend = spec.make()
+        except harness.BackendNameError as error:
+            raise UsageError(str(error)) from None
+        name = getattr(backend, "name", name)
+        if args.expect:
+            expectations = harness.read_expectations(args.expect)
+        import shlex
+
+        rerun = "refinterp check " + " ".join(shlex.quote(a) for a in _rerun_words(args, spec))
+        options = harness.Options(policy=args.dtype,
+                                  override=harness.Override(args.rtol, args.atol, args.ulp),
+                                  timeout=args.timeout, explain=not args.no_explain,
+                                  probe_dir=args.probe, rerun=rerun,
+                                  max_input_size=max_input_size(args))
         results = harness.run_suite(args.suite, spec, options,
                                     include=parse_regex(args.include, "-k"),
                                     exclude=parse_regex(args.exclude, "--exclude"),
                                     shard=_shard(args.shard), jobs=args.jobs,
                                     dask_address=args.dask, expectations=expectations,
-                                    progress=progress)
+                                    progress=record)
+        done()
+        shrunk = harness.shrink_failures(args.suite, spec, options, results) \
+            if args.shrink else []
+    except processes.Interrupted as stop:
+        done()
+        return _interrupted(args, out, stop, finished, expectations, name)
     finally:
         done()
     if expectations:
         for entry in harness.unused(expectations, [r.id for r in results]):
             out.diagnostic(Diagnostic(f"--expect: the entry '{entry.pattern}' matches no case "
                                       f"of this run", severity="warning"))
-    if args.shrink:
-        for line in harness.shrink_failures(args.suite, spec, options, results):
-            out.result(line)
+    for line in shrunk:
+        out.result(line)
     if args.update_expect:
         count = harness.write_expectations(args.update_expect, results)
         out.result(f"wrote {count} expectation(s) to {args.update_expect}")
-    return _finish(args, out, results, getattr(backend, "name", spec.describe()), args.suite)
+    return _finish(args, out, results, name, args.suite)
+
+
+def _interrupted(args: argparse.Namespace, out: Output, stop: Any, finished: list[Any],
+                 expectations: list[Any], backend: str) -> int:
+    """SIGINT / SIGTERM: the back ends' processes are stopped by now; report the cases that
+    finished (no report files: they would look complete) and exit 128 + the signal."""
+    from refinterp.harness import runner
+
+    results = sorted(finished, key=lambda r: r.id)
+    runner.apply_expectations(results, expectations)
+    _finish(args, out, results, backend, args.suite, write=False)
+    out.diagnostic(Diagnostic(f"interrupted ({stop}): {len(results)} case(s) finished and are "
+                              f"reported above; every process of the back end was stopped; "
+                              f"no report file was written", severity="warning"))
+    return stop.status
 
 
 def _rerun_words(args: argparse.Namespace, spec: Any) -> list[str]:
@@ -140,9 +211,9 @@ def _rerun_words(args: argparse.Namespace, spec: Any) -> list[str]:
     words = [args.suite, *spec.arguments()]
     if args.dtype != "kind":
         words += ["--dtype", args.dtype]
-    for option in ("rtol", "atol", "ulp"):
+    for option in ("rtol", "atol", "ulp", "max_input_size"):
         if getattr(args, option) is not None:
-            words += [f"--{option}", str(getattr(args, option))]
+            words += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
     return words
 
 
@@ -163,24 +234,36 @@ def _progress_bar(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _finish(args: argparse.Namespace, out: Output, results: list[Any], backend: str,
-            suite: str) -> int:
+            suite: str, write: bool = True) -> int:
+    """Print the failures, summary and coverage; write the reports asked for (if `write`)."""
     from refinterp import harness
 
     for result in results:
-        if result.status in ("fail", "xpass"):
+        if result.status in ("fail", "xpass", "broken"):
             title = f"{result.status.upper()} {result.id}" + \
                 (f" [{result.reason}]" if result.reason else "") + \
                 (f" (phase {result.phase})" if result.phase else "")
-            body = result.explanation if result.status == "fail" else \
-                f"expected to fail ({result.expected}) but passed"
+            body = f"expected to fail ({result.expected}) but passed" \
+                if result.status == "xpass" else result.explanation
             out.result(title + "\n" + "\n".join("  " + line for line in body.splitlines()))
     harness.print_summary(results)
     cover = harness.coverage(results)
     out.result(f"coverage: {len(cover['passed'])} operator(s) pass every case, "
                f"{len(cover['partial'])} some, {len(cover['failed'])} none, "
-               f"{len(cover['skipped'])} skipped")
-    if args.json:
+               f"{len(cover['skipped'])} skipped" +
+               (f", {len(cover['broken'])} broken" if cover["broken"] else ""))
+    for count, reason in harness.skip_reasons(results):
+        out.result(f"{count} skipped: {reason}")
+    if write and args.json:
         harness.write_json(args.json, results, backend, str(suite))
-    if args.junit:
+    if write and args.junit:
         harness.write_junit(args.junit, results, backend)
-    return EXIT_DIAGNOSTIC if harness.failed(results, args.allow_xpass) else EXIT_OK
+    if harness.failed(results, args.allow_xpass):
+        return EXIT_DIAGNOSTIC
+    if write and not harness.ran(results) and not args.allow_skip:
+        what = f"every one of the {len(results)} case(s) was skipped" if results else \
+            "no case was selected"
+        out.diagnostic(Diagnostic(f"no case ran: {what}; exit status {EXIT_NOTHING_RAN} "
+                                  f"(--allow-skip accepts such a run)", severity="warning"))
+        return EXIT_NOTHING_RAN
+    return EXIT_OK

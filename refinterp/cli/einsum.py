@@ -12,7 +12,7 @@ from refinterp.cli.output import EXIT_OK, Output, UsageError
 
 # eval's options that einsum reuses, by destination (their definitions stay in arguments.py)
 REUSED = ("inputs", "input", "random", "seed", "output", "save_inputs", "attrib", "profile",
-          "engine")
+          "engine", "max_input_size")
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.io import flatten_packs, group_packs, read_arrays
+from refinterp.io import MAX_INPUT_SIZE, flatten_packs, group_packs, read_arrays
 from refinterp.numeric import views as V
 from refinterp.numeric.representation import kind_of
 
@@ -182,15 +182,17 @@ def buffers(found: dict[str, Layout]) -> dict[str, np.ndarray]:
 # --------------------------------------------------------------------------- reading
 
 
-def read_layouts(folder: Path, manifest: dict[str, Any]) -> dict[str, Layout]:
+def read_layouts(folder: Path, manifest: dict[str, Any],
+                 max_input_size: int = MAX_INPUT_SIZE) -> dict[str, Layout]:
     """The (buffer, view) of every input of a case whose manifest gives a `view` (the manifest
-    already checked by golden.schema); {} for a case without layouts."""
+    already checked by golden.schema); {} for a case without layouts. The buffers' file is
+    read within `max_input_size` bytes (refinterp.io)."""
     entries = {key: entry["view"] for key, entry in manifest.get("inputs", {}).items()
                if isinstance(entry, dict) and "view" in entry}
     if not entries:
         return {}
     stored = read_arrays(folder / VIEWS_FILE, f"{VIEWS_FILE} of case {manifest.get('id')}",
-                         keep_dtype=True)
+                         keep_dtype=True, max_input_size=max_input_size)
     result = {}
     for key, entry in entries.items():
         if entry["buffer"] not in stored:
@@ -199,7 +201,8 @@ def read_layouts(folder: Path, manifest: dict[str, Any]) -> dict[str, Layout]:
     return result
 
 
-def check_layouts(folder: Path, manifest: dict[str, Any]) -> list[str]:
+def check_layouts(folder: Path, manifest: dict[str, Any],
+                  max_input_size: int = MAX_INPUT_SIZE) -> list[str]:
     """What is wrong with a case's input layouts: a missing buffer, a view reading outside
     it, or one that does not read back the logical input of inputs.npz bit for bit."""
     if not any(isinstance(e, dict) and "view" in e for e in manifest.get("inputs", {}).values()):
@@ -207,10 +210,11 @@ def check_layouts(folder: Path, manifest: dict[str, Any]) -> list[str]:
     if not (folder / VIEWS_FILE).exists():
         return [f"the inputs have views but {VIEWS_FILE} is missing"]
     try:
-        found = read_layouts(folder, manifest)
+        found = read_layouts(folder, manifest, max_input_size)
     except (ValueError, OSError) as error:
         return [str(getattr(error, "message", error))]
-    logical = read_arrays(folder / "inputs.npz", "inputs.npz", keep_dtype=True)
+    logical = read_arrays(folder / "inputs.npz", "inputs.npz", keep_dtype=True,
+                          max_input_size=max_input_size)
     problems = []
     for key, (buffer, view) in sorted(found.items()):
         if key not in logical:

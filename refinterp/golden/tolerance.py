@@ -5,7 +5,8 @@ docs/golden.md ("Tolerances") is the reference; this module is its implementatio
 (float64 and float32): `(ulp, rtol, atol)`.
 
 The rule, element by element, for a real output (expected value e from the golden file,
-float64; actual value a from the back end, in its own dtype d):
+float64; actual value a from the back end, in its own dtype d: float64, float32, float16 or
+bfloat16; a wider float is compared as float64):
 
 - e is NaN: a must be NaN. e is ±inf: a must be the same infinity. e is finite but rounds to
   ±inf in d (beyond float32's range): a must be that infinity. Otherwise a must be finite;
@@ -25,12 +26,19 @@ An int or bool output is always exact (a == e). The classes:
 | reduction      | sums, means, products, contractions, norms over   | 4   | 2 n eps_d| 2 n eps_d A   |
 |                | n terms (the reduction length of the case)        |     |          |               |
 
-eps_d is the machine epsilon of d (2^-52 for float64, 2^-23 for float32); n the reduction
+eps_d is the machine epsilon of d (2^-52 for float64, 2^-23 for float32, 2^-10 for float16,
+2^-7 for bfloat16); n the reduction
 length (the operator's iterations per output element, at least 1); A the largest magnitude
 among the case's real inputs (1 if there are none, at least 1). A rounding-error bound of a
 floating sum of n terms is n eps sum|x_i| (Higham, Accuracy and Stability of Numerical
 Algorithms, §4.2); 2 n eps A bounds it for terms of magnitude up to A relative to a result of
 that magnitude, and rtol covers results far from zero.
+
+A case stores the bounds of float64 and float32 (`STORED_DTYPES`). Every term of a bound is
+eps_d times something that does not depend on d, so the bound of a narrower dtype (float16,
+bfloat16) is the float32 bound with rtol and atol scaled by eps_d / eps_float32 and the same
+ulp (`bound_of`). bfloat16 is ml_dtypes' (installed with onnx), imported only when an array
+of that dtype is compared; without it such arrays do not exist.
 """
 
 from __future__ import annotations
@@ -41,8 +49,11 @@ from typing import Any
 import numpy as np
 
 CLASSES = ("exact", "arithmetic", "transcendental", "reduction")
-BACKEND_DTYPES = ("float64", "float32")
-EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps)}
+STORED_DTYPES = ("float64", "float32")  # the bounds a case's manifest states
+# machine epsilon by back-end dtype; float16 and bfloat16 bounds derive from float32's
+EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10,
+       "bfloat16": 2.0 ** -7}
+ORDERED_INTS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}  # bits ordered by itemsize
 
 
 @dataclass(frozen=True)
@@ -63,15 +74,18 @@ class Bound:
                      float(data.get("atol", 0.0)))
 
 
-def bounds(klass: str, length: int = 1, magnitude: float = 1.0) -> dict[str, Bound]:
-    """The tolerance of class `klass` for each back-end dtype, for a reduction length `length`
-    and an input magnitude `magnitude` (both used by the reduction class only)."""
+def bounds(klass: str, length: int = 1, magnitude: float = 1.0,
+           dtypes: tuple[str, ...] = STORED_DTYPES) -> dict[str, Bound]:
+    """The tolerance of class `klass` for each back-end dtype of `dtypes` (those a manifest
+    stores, by default; any of `EPS`), for a reduction length `length` and an input magnitude
+    `magnitude` (both used by the reduction class only)."""
     if klass not in CLASSES:
         raise ValueError(f"unknown tolerance class '{klass}'; the classes are "
                          f"{', '.join(CLASSES)}")
     n, scale = max(int(length), 1), max(float(magnitude), 1.0)
     result = {}
-    for dtype, eps in EPS.items():
+    for dtype in dtypes:
+        eps = EPS[dtype]
         if klass == "exact":
             result[dtype] = Bound()
         elif klass == "arithmetic":
@@ -83,12 +97,51 @@ def bounds(klass: str, length: int = 1, magnitude: float = 1.0) -> dict[str, Bou
     return result
 
 
+def bound_of(tolerance: dict[str, Any], dtype: str) -> Bound:
+    """The bound of a manifest's `tolerance` object for back-end dtype `dtype` (a name of
+    `EPS`): the stored one for float64 and float32; for a narrower dtype the float32 bound
+    with rtol and atol scaled by eps_dtype / eps_float32 (the module docstring)."""
+    if dtype in tolerance:
+        return Bound.from_json(tolerance[dtype])
+    stored = Bound.from_json(tolerance["float32"])
+    ratio = EPS[dtype] / EPS["float32"]
+    return Bound(stored.ulp, stored.rtol * ratio, stored.atol * ratio)
+
+
+def _finfo(dtype: np.dtype) -> Any:
+    """NumPy's or ml_dtypes' finfo of a floating dtype; None for any other dtype."""
+    if dtype.kind == "f":
+        return np.finfo(dtype)
+    if dtype.kind != "V" or dtype.fields is not None:
+        return None
+    try:  # bfloat16 and the other ml_dtypes floats are NumPy 'V' dtypes
+        import ml_dtypes
+        return ml_dtypes.finfo(dtype)
+    except (ImportError, TypeError, ValueError):
+        return None
+
+
+def is_real(dtype: Any) -> bool:
+    """Whether `dtype` holds reals compared by the rule: a NumPy float, or an ml_dtypes float
+    (bfloat16) of at most 8 bytes."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or (dtype.itemsize in ORDERED_INTS and _finfo(dtype) is not None)
+
+
+def dtype_name(dtype: Any) -> str:
+    """The back-end dtype whose tolerance applies to values of `dtype`: its name for float32,
+    float16 and bfloat16, float64 for every other (wider floats are compared as float64)."""
+    dtype = np.dtype(dtype)
+    return dtype.name if dtype.name in EPS and is_real(dtype) else "float64"
+
+
 def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """ULPs between finite values, counted in `actual`'s dtype (float32 or float64): the
-    number of representable values between them, -0.0 and 0.0 being one point. `expected` is
-    rounded to that dtype first. Returned as float64 (exact below 2^53)."""
+    """ULPs between finite values, counted in `actual`'s dtype (a float of 1 to 8 bytes:
+    float64, float32, float16, bfloat16): the number of representable values between them,
+    -0.0 and 0.0 being one point. `expected` is rounded to that dtype first. Returned as
+    float64 (exact below 2^53)."""
     dtype = np.dtype(actual.dtype)
-    ints = {4: np.int32, 8: np.int64}[dtype.itemsize]
+    ints = ORDERED_INTS[dtype.itemsize]
     ordered = []
     for values in (np.asarray(actual, dtype), np.asarray(expected).astype(dtype)):
         bits = values.view(ints).astype(np.int64)
@@ -104,11 +157,13 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 def within(actual: Any, expected: Any, bound: Bound) -> np.ndarray:
     """A boolean mask: which elements of `actual` pass against `expected` under `bound`
-    (the rule of the module docstring). Shapes must be equal; an int or bool `expected` is
-    compared exactly."""
+    (the rule of the module docstring), ULPs counted in `actual`'s dtype (a float wider than
+    8 bytes in float64). Shapes must be equal; an int or bool `expected` is compared exactly."""
     actual, expected = np.asarray(actual), np.asarray(expected)
-    if expected.dtype.kind != "f" or actual.dtype.kind != "f":
+    if not is_real(expected.dtype) or not is_real(actual.dtype):
         return np.asarray(actual == expected)
+    if actual.dtype.itemsize > 8:  # long double: ULPs and rounding in float64
+        actual = actual.astype(np.float64)
     e64 = expected.astype(np.float64)
     a64 = actual.astype(np.float64)
     finite = np.isfinite(e64)

@@ -4,8 +4,9 @@
 - `suite`: golden cases as the harness sees them; `backends`: the back-end protocol, the
   subprocess, Python and built-in back ends; `compare`: the verdict on outputs;
 - `explain`: other profiles, higher precision, probes; `shrink`: the smallest failing case;
+- `trust`: a case verified before it runs, and the back end's own copy of it;
 - `runner`: selecting, running (processes, Dask), expectations (`expect`); `report`: summary,
-  coverage, JSON, JUnit, merging; `pytest_plugin`: one pytest test per case.
+  coverage, skips, JSON, JUnit, merging; `pytest_plugin`: one pytest test per case.
 
 May import: everything below the top ring, `refinterp.api`, `refinterp.io`, `refinterp.golden`.
 """
@@ -13,17 +14,17 @@ May import: everything below the top ring, `refinterp.api`, `refinterp.io`, `ref
 from refinterp.harness.backends import (BackendFailure, BackendNameError, CommandBackend,
                                         RefinterpBackend, Unsupported, resolve)
 from refinterp.harness.compare import Outcome, Override, compare
-from refinterp.harness.runner import (BackendSpec, Options, Result, check_case, failed,
+from refinterp.harness.runner import (BackendSpec, Options, Result, check_case, failed, ran,
                                       run_suite)
 from refinterp.harness.expect import read_expectations, unused, write_expectations
-from refinterp.harness.report import (coverage, load_results, print_summary, summary,
-                                      write_json, write_junit)
+from refinterp.harness.report import (coverage, load_results, print_summary, skip_reasons,
+                                      summary, write_json, write_junit)
 from refinterp.harness.shrink import shrink_failures
 from refinterp.harness.suite import Case, load_case, load_suite
 
 __all__ = ["BackendFailure", "BackendNameError", "BackendSpec", "Case", "CommandBackend",
            "Options", "Outcome", "Override", "RefinterpBackend", "Result", "Unsupported",
            "check_case", "compare", "coverage", "failed", "load_case", "load_results",
-           "load_suite", "print_summary", "read_expectations", "resolve", "run_suite",
-           "shrink_failures", "summary", "unused", "write_expectations", "write_json",
-           "write_junit"]
+           "load_suite", "print_summary", "ran", "read_expectations", "resolve",
+           "run_suite", "shrink_failures", "skip_reasons", "summary", "unused",
+           "write_expectations", "write_json", "write_junit"]

@@ -4,8 +4,8 @@ In this order: the set of output names, then each output's shape, then its dtype
 `exact`: the golden's dtype exactly, float64 / int64 / bool; `kind`, the default: the same kind,
 so that a float32 back end passes on values; `values`: any dtype), then its values under the
 case's tolerance for the back end's dtype (refinterp.golden.tolerance: NaN where NaN, the same
-infinities, ULPs counted in the back end's dtype). A mismatch is explained in the form users
-know from PyTorch's `assert_close`.
+infinities, ULPs counted in the back end's dtype: float64, float32, float16 or bfloat16). A
+mismatch is explained in the form users know from PyTorch's `assert_close`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.golden.tolerance import Bound, ulp_distance, within
+from refinterp.golden.tolerance import Bound, bound_of, dtype_name, is_real, ulp_distance, within
 from refinterp.harness.suite import Case
 from refinterp.io import flatten_packs
 
@@ -27,15 +27,19 @@ ULP_BINS = (1, 4, 16, 256, 65536)
 
 @dataclass
 class Outcome:
-    """The verdict on one case: `status` pass / fail / skip (xfail and xpass are decided
-    later, against expectations); `reason` for a fail: mismatch, shape, dtype, missing-output,
-    crash, timeout, accepted-invalid; `phase` where it happened: prepare, run, compare."""
+    """The verdict on one case: `status` pass / fail / skip, or broken (the harness could
+    not read, verify or judge the case: no verdict on the back end); xfail and xpass are
+    decided later, against expectations; `reason` for a fail: mismatch, shape, dtype,
+    missing-output, crash, timeout, accepted-invalid; `phase` where it happened: prepare,
+    run, compare. `started` is False when a command back end could not even be started
+    (exit status 126 or 127)."""
 
     status: str
     reason: str | None = None
     explanation: str = ""
     phase: str = ""
     outputs: list[str] = field(default_factory=list)  # the outputs that mismatched
+    started: bool = True
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,9 @@ class Override:
 
 
 def backend_dtype(array: np.ndarray) -> str:
-    """Which of the case's tolerances applies: float32 for 32-bit (or narrower) reals."""
-    return "float32" if array.dtype.kind == "f" and array.dtype.itemsize <= 4 else "float64"
+    """Which tolerance applies to the back end's output: that of its own dtype for float32,
+    float16 and bfloat16, float64's for every other (golden.tolerance.dtype_name)."""
+    return dtype_name(array.dtype)
 
 
 def _type(array: np.ndarray) -> str:
@@ -107,7 +112,7 @@ def compare(case: Case, actual: dict[str, Any], policy: str = "kind",
 
 
 def _dtype_problem(have: np.ndarray, want: np.ndarray, policy: str) -> str | None:
-    kind = KINDS.get(have.dtype.kind)
+    kind = "real" if is_real(have.dtype) else KINDS.get(have.dtype.kind)
     golden = KINDS[want.dtype.kind]
     if policy == "values":
         return None if kind is not None else f"dtype {have.dtype} holds no numbers"
@@ -119,8 +124,7 @@ def _dtype_problem(have: np.ndarray, want: np.ndarray, policy: str) -> str | Non
 
 
 def bound_for(case: Case, key: str, have: np.ndarray, override: Override) -> Bound:
-    tolerance = case.tolerance(key)
-    return override.apply(Bound.from_json(tolerance[backend_dtype(have)]))
+    return override.apply(bound_of(case.tolerance(key), backend_dtype(have)))
 
 
 def element_verdicts(case: Case, key: str, have: np.ndarray, want: np.ndarray,
@@ -137,9 +141,12 @@ def _passes(case: Case, key: str, have: np.ndarray, want: np.ndarray,
 
 def _numeric(have: np.ndarray, want: np.ndarray) -> np.ndarray:
     """The back end's values in a dtype comparable with the golden's (policy `values` may pair
-    an int golden with real values, a bool golden with ints)."""
-    if want.dtype.kind == "f" or have.dtype.kind == "f":
-        return have if have.dtype.kind == "f" else have.astype(np.float64)
+    an int golden with real values, a bool golden with ints); a float wider than float64 as
+    float64."""
+    if is_real(have.dtype):
+        return have if have.dtype.itemsize <= 8 else have.astype(np.float64)
+    if want.dtype.kind == "f":
+        return have.astype(np.float64)
     return have.astype(want.dtype) if have.dtype != want.dtype else have
 
 
@@ -156,7 +163,7 @@ def explain_values(case: Case, key: str, have: np.ndarray, want: np.ndarray,
 
 
 def _describe_tolerance(case: Case, key: str, have: np.ndarray, bound: Bound) -> str:
-    if have.dtype.kind != "f":
+    if not is_real(have.dtype):
         return "exact"
     klass = case.tolerance(key).get("class")
     return (f"{backend_dtype(have)}: ulp {bound.ulp}, rtol {bound.rtol:g}, atol {bound.atol:g}"
@@ -194,7 +201,7 @@ def _mismatch_lines(case: Case, key: str, have: np.ndarray, want: np.ndarray, bo
             lines.append(f"  Greatest relative difference: {rel[at_rel].item()!r} at index "
                          f"{at_rel} (up to {bound.rtol!r} allowed)")
         finite = comparable & np.isfinite(a64) & np.isfinite(e64)
-        if finite.any() and have.dtype.kind == "f":
+        if finite.any() and is_real(have.dtype):
             ulps = ulp_distance(have[finite], want[finite])
             lines.append("  ULP distances of the mismatched elements: " + _histogram(ulps))
     if have.ndim >= 2 and have.shape[-1] == have.shape[-2] and \

@@ -20,7 +20,7 @@ import numpy as np
 
 import refinterp.api as api
 from refinterp.core.files import output_folder, safe_component, write_bytes, write_text
-from refinterp.golden.tolerance import bounds, within
+from refinterp.golden.tolerance import bounds, is_real, within
 from refinterp.harness.compare import Outcome, backend_dtype, element_verdicts
 from refinterp.harness.suite import Case
 from refinterp.io import encode_npy, flatten_packs, read_arrays
@@ -165,7 +165,7 @@ def precision_notes(case: Case, actual: dict[str, Any], outcome: Outcome) -> lis
         if key not in exact or key not in got:
             continue
         have, want = np.asarray(got[key]), case.expected[key]
-        if have.dtype.kind != "f" or have.shape != want.shape:
+        if not is_real(have.dtype) or have.shape != want.shape:
             continue
         bad = ~element_verdicts(case, key, have, want)
         closer_backend = closer_golden = rounded = counted = 0
@@ -234,8 +234,9 @@ def write_probes(folder: Path, probes: dict[str, Any]) -> None:
 
 
 def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | None:
-    """The back end's intermediates: a command back end writes `{probes}/<name>.npy`; a
-    Python runner may offer `probes() -> {name: array}`. None if it gives none."""
+    """The back end's intermediates on `case` (its own copy of the case): a command back end
+    writes `{probes}/<name>.npy`; a Python runner may offer `probes() -> {name: array}`. None
+    if it gives none."""
     from refinterp.harness.backends import CommandBackend, RefinterpBackend
 
     if isinstance(backend, RefinterpBackend):
@@ -258,11 +259,13 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
     return flatten_packs(dict(probes())) if callable(probes) else None
 
 
-def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
+def first_divergence(backend: Any, case: Case, options: Any,
+                     given: Case | None = None) -> str | None:
     """The first intermediate (in refinterp's run order) where the back end's own differs
     from refinterp's beyond the case's loosest output tolerance; refinterp's intermediates are
     written under `options.probe_dir/<case id>/refinterp/` when that is set, with the run's
-    trace (`trace.txt`, docs/trace.md), whose tensor ids the report names alongside."""
+    trace (`trace.txt`, docs/trace.md), whose tensor ids the report names alongside. The back
+    end is run on `given`, its own copy of the case (by default `case`)."""
     from refinterp.trace import Recorder
 
     recorder = Recorder(case.profile)
@@ -276,7 +279,8 @@ def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
         write_text(root / "refinterp" / "trace.txt", recorder.text(), "the probe trace")
     import tempfile
     with tempfile.TemporaryDirectory() as temp:
-        theirs = backend_probes(backend, case, (root / "backend") if root else Path(temp))
+        theirs = backend_probes(backend, given or case,
+                                (root / "backend") if root else Path(temp))
     if not theirs:
         return (f"Probes: refinterp's {len(reference)} intermediate(s) are in {root}/refinterp;"
                 f" the back end gave none to compare" if root else None)
@@ -288,7 +292,8 @@ def first_divergence(backend: Any, case: Case, options: Any) -> str | None:
         if name not in theirs:
             continue
         have = np.asarray(theirs[name])
-        bound = bounds(klass, length)[backend_dtype(have)]
+        dtype = backend_dtype(have)
+        bound = bounds(klass, length, dtypes=(dtype,))[dtype]
         if have.shape != np.shape(value) or not within(have, value, bound).all():
             return (f"Probes: the first intermediate that diverges is '{name}' "
                     f"(trace id {ids.get(name, '-')}; {have.dtype}{list(have.shape)} against "

@@ -65,7 +65,7 @@ class SuiteFile(pytest.File):
         profile = spec.profile or (getattr(resolve(spec.name), "profile", "spec")
                                    if spec.name else "spec")
         for case in select(applicable(load_suite(self.path.parent), profile)):
-            yield CaseItem.from_parent(self, name=case.id, spec=spec, folder=str(case.folder))
+            yield CaseItem.from_parent(self, name=case.id, spec=spec, case=case)
 
 
 class CaseFailure(Exception):
@@ -73,9 +73,9 @@ class CaseFailure(Exception):
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, spec: Any, folder: str, **kwargs: Any) -> None:
+    def __init__(self, *, spec: Any, case: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.spec, self.folder = spec, folder
+        self.spec, self.case = spec, case
 
     def runtest(self) -> None:
         from refinterp.harness.compare import Override
@@ -85,7 +85,7 @@ class CaseItem(pytest.Item):
         config = self.config
         options = Options(policy=config.getoption("--refinterp-dtype"), override=Override(),
                           timeout=config.getoption("--refinterp-timeout"))
-        result = run_one(self.spec, self.folder, options)
+        result = run_one(self.spec, self.case, options)
         expect = config.getoption("--refinterp-expect")
         if expect:
             apply_expectations([result], read_expectations(expect))
@@ -97,6 +97,8 @@ class CaseItem(pytest.Item):
             raise CaseFailure(f"unexpected pass (expected to fail: {result.expected})")
         if result.status == "fail":
             raise CaseFailure(f"[{result.reason}] {result.explanation}")
+        if result.status == "broken":  # the suite's or the harness's problem: never a pass
+            raise CaseFailure(f"[broken case] {result.explanation}")
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):

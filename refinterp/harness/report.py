@@ -1,5 +1,7 @@
-"""Reports of a harness run: the summary by module and operator, coverage, the JSON report
-(`--json`), JUnit XML (`--junit`), and merging shard reports (`--merge`)."""
+"""Reports of a harness run: the summary by module and operator, coverage, the skips by
+reason, the JSON report (`--json`), JUnit XML (`--junit`), and merging shard reports
+(`--merge`). A `broken` case (the harness could not read, verify or judge it) is counted apart
+in each: JUnit reports it as an error, not a failure."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from xml.etree import ElementTree
 
 from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.core.files import write_bytes, write_text
-from refinterp.harness.runner import STATUSES, Result
+from refinterp.harness.runner import RAN, STATUSES, Result
 from refinterp.io import read_json
 
 FORMAT = "refinterp-check/1"
@@ -35,20 +37,22 @@ def summary(results: list[Result]) -> dict[str, Any]:
 
 
 def coverage(results: list[Result]) -> dict[str, Any]:
-    """Which operators the back end passes: `passed` (every case passed, none skipped),
-    `partial`, `failed` (no case passed), `skipped` (every case skipped); and per operator, each
-    attribute
-    value with the number of cases that passed and failed with it."""
+    """Which operators the back end passes: `passed` (every case passed, none skipped or
+    broken), `partial`, `failed` (no case passed), `skipped` (no case ran, one was skipped),
+    `broken` (no case ran, every one broken); and per operator, each attribute value with the
+    number of cases that passed and failed with it."""
     per_operator: dict[str, list[Result]] = defaultdict(list)
     for result in results:
         if result.operator:
             per_operator[result.operator].append(result)
-    verdicts: dict[str, list[str]] = {"passed": [], "partial": [], "failed": [], "skipped": []}
+    verdicts: dict[str, list[str]] = {"passed": [], "partial": [], "failed": [], "skipped": [],
+                                      "broken": []}
     attributes: dict[str, dict[str, dict[str, int]]] = {}
     for operator, cases in sorted(per_operator.items()):
-        ran = [r for r in cases if r.status != "skip"]
+        ran = [r for r in cases if r.status in RAN]
         good = [r for r in ran if r.status in ("pass", "xpass")]
-        verdict = "skipped" if not ran else "failed" if not good else \
+        nothing = "skipped" if any(r.status == "skip" for r in cases) else "broken"
+        verdict = nothing if not ran else "failed" if not good else \
             "passed" if len(good) == len(cases) else "partial"  # a skipped case: partial
         verdicts[verdict].append(operator)
         values: dict[str, dict[str, int]] = defaultdict(lambda: {"pass": 0, "fail": 0})
@@ -86,7 +90,7 @@ def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
         suite = ElementTree.SubElement(
             root, "testsuite", name=module, tests=str(len(cases)),
             failures=str(counts["fail"] + counts["xpass"]),
-            skipped=str(counts["skip"] + counts["xfail"]), errors="0",
+            skipped=str(counts["skip"] + counts["xfail"]), errors=str(counts["broken"]),
             time=f"{sum(r.seconds for r in cases):.3f}")
         for result in cases:
             case = ElementTree.SubElement(suite, "testcase", name=result.id,
@@ -97,6 +101,10 @@ def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
                                                  message=result.reason or "fail",
                                                  type=result.reason or "fail")
                 failure.text = result.explanation
+            elif result.status == "broken":  # the harness's or the suite's, not the back end's
+                error = ElementTree.SubElement(case, "error", message="broken case",
+                                               type="broken")
+                error.text = result.explanation
             elif result.status == "xpass":
                 failure = ElementTree.SubElement(case, "failure", message="unexpected pass",
                                                  type="xpass")
@@ -151,6 +159,18 @@ def _result(data: Any) -> Result | None:
     return Result(**fields)
 
 
+def skip_reasons(results: list[Result], width: int = 120) -> list[tuple[int, str]]:
+    """The skips grouped by reason, most frequent first (like `pytest -rs`): (count, reason),
+    each reason its first line with blanks collapsed, cut at `width` characters."""
+    counts: Counter = Counter()
+    for result in results:
+        if result.status == "skip":
+            line = " ".join((result.explanation.splitlines() or ["unsupported"])[0].split())
+            counts[line if len(line) <= width else line[:width - 1] + "…"] += 1
+    return sorted(((count, reason) for reason, count in counts.items()),
+                  key=lambda item: (-item[0], item[1]))
+
+
 def print_summary(results: list[Result], out: TextIO | None = None) -> None:
     """The tables by module and by operator, then the totals (rich on a terminal)."""
     out = out or sys.stdout
@@ -159,22 +179,22 @@ def print_summary(results: list[Result], out: TextIO | None = None) -> None:
         _print_table(out, level[:-1], data[level])
     out.write(f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
               f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
-              f"{data['xpass']} unexpected pass(es)\n")
+              f"{data['xpass']} unexpected pass(es), {data['broken']} broken\n")
 
 
 def _print_table(out: TextIO, what: str, counts_by_name: dict[str, dict[str, int]]) -> None:
     rows = []
     for name, counts in counts_by_name.items():
         rows.append([name, str(counts["pass"]), str(counts["fail"]), str(counts["skip"]),
-                     str(counts["xfail"] + counts["xpass"])])
-    header = [what, "passed", "failed", "skipped", "expected"]
+                     str(counts["xfail"] + counts["xpass"]), str(counts["broken"])])
+    header = [what, "passed", "failed", "skipped", "expected", "broken"]
     if out.isatty():
         from rich.console import Console
         from rich.table import Table
 
         table = Table(*header, title=f"refinterp check, by {what}")
         for row in rows:
-            table.add_row(*row, style="red" if row[2] != "0" else None)
+            table.add_row(*row, style="red" if row[2] != "0" or row[5] != "0" else None)
         Console(file=out).print(table)
     else:
         widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]

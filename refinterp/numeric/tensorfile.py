@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from refinterp.core.diagnostics import TensorFileDiagnostic
+from refinterp.core.files import open_regular, write_bytes
 from refinterp.numeric.representation import MAX_TENSOR_SIZE, check_tensor_size
 
 MAGIC = b"\x4e\xef"
@@ -62,14 +63,16 @@ def _payload_dtype(path: Path, item_type: int, bits: int) -> np.dtype | None:
     raise TensorFileDiagnostic(f"'{path}': {bits}-bit {name} items are not supported")
 
 
-def read_tensor(path: str | Path, max_size: int = MAX_TENSOR_SIZE) -> np.ndarray:
-    """Read an NNEF tensor file; the result is float64, int64 or bool. The header is read and
-    checked first: a tensor that would take more than `max_size` bytes as refinterp holds it
-    (E1200), or a file whose size is not what its header announces, is a diagnostic naming the
-    file before any data is read."""
+def read_tensor(path: str | Path, max_size: int = MAX_TENSOR_SIZE,
+                what: str = "the tensor file") -> np.ndarray:
+    """Read an NNEF tensor file; the result is float64, int64 or bool. Only a regular file is
+    read (`core.files.open_regular`: a FIFO or a device is refused unread, E0800, `what`
+    naming the file's role). The header is read and checked first: a tensor that would take
+    more than `max_size` bytes as refinterp holds it (E1200), or a file whose size is not what
+    its header announces, is a diagnostic naming the file before any data is read."""
     path = Path(path)
-    try:
-        with path.open("rb") as file:
+    with open_regular(path, what) as file:
+        try:
             head = file.read(HEADER_SIZE)
             shape, item_type, bits, length = _header(path, head)
             volume = math.prod(shape)
@@ -83,8 +86,8 @@ def read_tensor(path: str | Path, max_size: int = MAX_TENSOR_SIZE) -> np.ndarray
                            f"bytes; data length field {length}; file holds {size} bytes"])
             check_tensor_size(item_kind(item_type), shape, max_size, f"the tensor file '{path}'")
             data = file.read(length)
-    except OSError as exc:
-        raise TensorFileDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
+        except OSError as exc:
+            raise TensorFileDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
     if len(data) != length:  # the file shrank while it was read
         raise TensorFileDiagnostic(f"'{path}' is truncated: {len(data)} of {length} data bytes")
     dtype = _payload_dtype(path, item_type, bits)
@@ -120,8 +123,10 @@ def _header(path: Path, head: bytes) -> tuple[tuple[int, ...], int, int, int]:
     return shape, item_type, bits, length
 
 
-def write_tensor(path: str | Path, array: np.ndarray) -> None:
-    """Write an array as an NNEF tensor file (64-bit floats and ints, 1-bit bools)."""
+def write_tensor(path: str | Path, array: np.ndarray, what: str = "the tensor file") -> None:
+    """Write an array as an NNEF tensor file (64-bit floats and ints, 1-bit bools), atomically
+    (`core.files.write_bytes`: a failed write leaves the old file whole; a device, FIFO or
+    dangling symbolic link is refused, E0801, `what` naming the file's role)."""
     array = np.asarray(array)
     if array.ndim > MAX_RANK:
         raise TensorFileDiagnostic(f"cannot write '{path}': rank {array.ndim} exceeds "
@@ -142,7 +147,4 @@ def write_tensor(path: str | Path, array: np.ndarray) -> None:
     header = MAGIC + bytes(VERSION) + struct.pack(
         f"<II{MAX_RANK}III", len(payload), array.ndim, *extents, bits, item_type)
     header += bytes(HEADER_SIZE - len(header))
-    try:
-        Path(path).write_bytes(header + payload)
-    except OSError as exc:
-        raise TensorFileDiagnostic(f"cannot write '{path}': {exc.strerror or exc}") from None
+    write_bytes(path, header + payload, what)

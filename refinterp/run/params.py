@@ -11,12 +11,18 @@ Sources, first match wins:
   2. the model folder: `<scoped name>.dat` NNEF tensor files (full or graph-relative name);
   3. `--random-params`: a random value, reproducible from the seed and the scoped name.
 A variable found nowhere, or found with another type or shape, is a diagnostic listing what is
-expected. Values written by @update replace the stored ones for the rest of the run and are what
-`write` saves.
+expected. Values written by @update replace the stored ones for the rest of the run (`updated`);
+the run's `state` (refinterp.api) is what `eval --write-params` saves, through refinterp.io (the
+one writer of array files: this ring may not import it).
+
+A `.dat` file of the model folder is read through `numeric.tensorfile.read_tensor`: only a
+regular file (a FIFO or a device named like a variable is refused, E0800), its tensor within
+the run's tensor size limit.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +34,7 @@ from refinterp.numeric.representation import MAX_TENSOR_SIZE, NUMPY_DTYPES as DT
 from refinterp.core.diagnostics import ParameterDiagnostic
 from refinterp.language.instance import TensorInfo, describe_type
 from refinterp.core.source import Span
-from refinterp.numeric.tensorfile import read_tensor, write_tensor
+from refinterp.numeric.tensorfile import read_tensor
 
 
 def random_value(name: str, info: TensorInfo, seed: int) -> np.ndarray:
@@ -96,7 +102,7 @@ class ParameterStore:
         if self.folder is not None:
             for name in self.candidates(scoped):
                 path = self.folder / f"{name}.dat"
-                if path.is_file():
+                if os.path.exists(path):  # a FIFO or a device too: read_tensor refuses it
                     return read_tensor(path, self.max_tensor_size), f"'{path}'"
         if self.random:
             return random_value(scoped, info, self.seed), "random"
@@ -123,34 +129,3 @@ class ParameterStore:
     def unused(self) -> list[str]:
         """--params entries no variable asked for (likely misspelt names)."""
         return sorted(set(self.arrays) - self.used)
-
-    def write(self, destination: str | Path) -> None:
-        """Save the updated variables: an `.npz` file keyed by scoped name, or a folder of
-        `<scoped name>.dat` files."""
-        destination = Path(destination)
-        if destination.suffix == ".npz":
-            try:
-                np.savez(destination, **self.updated)
-            except OSError as exc:
-                raise ParameterDiagnostic(f"cannot write '{destination}': "
-                                          f"{exc.strerror or exc}") from None
-            return
-        try:
-            destination.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ParameterDiagnostic(f"cannot create folder '{destination}': "
-                                      f"{exc.strerror or exc}") from None
-        for name, value in self.updated.items():
-            write_tensor(destination / f"{name}.dat", value)
-
-
-def load_params(path: str | Path) -> dict[str, np.ndarray]:
-    """Variables from `--params`: an `.npz` archive, or a folder of `.dat` files."""
-    path = Path(path)
-    if path.is_dir():
-        return {p.name[:-4]: read_tensor(p) for p in sorted(path.glob("*.dat"))}
-    try:
-        with np.load(path) as archive:
-            return {key: archive[key] for key in archive.files}
-    except (OSError, ValueError) as exc:
-        raise ParameterDiagnostic(f"cannot read --params '{path}': {exc}") from None
