@@ -97,6 +97,19 @@ def bounds(klass: str, length: int = 1, magnitude: float = 1.0,
     return result
 
 
+# The safety factor K of the per-element rule |a - e| <= K * u_d * m (u_d = eps_d / 2, m the
+# error magnitude of the element): 2 covers the second-order terms of the first-order running
+# error analysis while n * u_d stays small (docs/golden.md "Per-element error bounds").
+MAGNITUDE_FACTOR = 2.0
+
+
+def allowed_errors(magnitude: Any, dtype: str) -> np.ndarray:
+    """The per-element absolute error a back end computing in `dtype` (a name of `EPS`) is
+    allowed, from a case's error magnitudes m: `MAGNITUDE_FACTOR * (eps_d / 2) * m`; NaN where
+    m is NaN (no analysis for that element: the class bound applies)."""
+    return MAGNITUDE_FACTOR * (EPS[dtype] / 2) * np.asarray(magnitude, np.float64)
+
+
 def bound_of(tolerance: dict[str, Any], dtype: str) -> Bound:
     """The bound of a manifest's `tolerance` object for back-end dtype `dtype` (a name of
     `EPS`): the stored one for float64 and float32; for a narrower dtype the float32 bound
@@ -155,10 +168,13 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return np.where(same_sign, close, apart)
 
 
-def within(actual: Any, expected: Any, bound: Bound) -> np.ndarray:
+def within(actual: Any, expected: Any, bound: Bound, allowed: Any = None) -> np.ndarray:
     """A boolean mask: which elements of `actual` pass against `expected` under `bound`
     (the rule of the module docstring), ULPs counted in `actual`'s dtype (a float wider than
-    8 bytes in float64). Shapes must be equal; an int or bool `expected` is compared exactly."""
+    8 bytes in float64). Shapes must be equal; an int or bool `expected` is compared exactly.
+    `allowed`, if given, is a per-element absolute error (`allowed_errors`: the case's error
+    magnitudes): where it is finite it replaces `atol + rtol * |expected|`; where it is NaN
+    (no analysis for that element) the class bound applies."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     if not is_real(expected.dtype) or not is_real(actual.dtype):
         return np.asarray(actual == expected)
@@ -176,8 +192,12 @@ def within(actual: Any, expected: Any, bound: Bound) -> np.ndarray:
     overflow = np.isinf(rounded)
     ok = np.isfinite(a_f) & ~overflow
     with np.errstate(invalid="ignore", over="ignore"):
+        limit = bound.atol + bound.rtol * np.abs(e_f)
+        if allowed is not None:
+            per_element = np.broadcast_to(np.asarray(allowed, np.float64), e64.shape)[finite]
+            limit = np.where(np.isnan(per_element), limit, per_element)
         ok &= (ulp_distance(a_f, e_f) <= bound.ulp) | \
-              (np.abs(a_f.astype(np.float64) - e_f) <= bound.atol + bound.rtol * np.abs(e_f))
+              (np.abs(a_f.astype(np.float64) - e_f) <= limit)
     # a finite golden beyond the back end's range (float32): that dtype's infinity is right
     ok |= overflow & (a_f.astype(np.float64) == rounded.astype(np.float64))
     passed = passed.copy()

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.golden.tolerance import Bound, bound_of, dtype_name, is_real, ulp_distance, within
+from refinterp.golden.tolerance import (MAGNITUDE_FACTOR, Bound, allowed_errors, bound_of, dtype_name, is_real,
+                                        ulp_distance, within)
 from refinterp.harness.suite import Case
 from refinterp.io import flatten_packs
 
@@ -131,7 +132,19 @@ def element_verdicts(case: Case, key: str, have: np.ndarray, want: np.ndarray,
                      override: Override = Override()) -> np.ndarray:
     """THE value comparison of the harness: which elements of a back end's output `key` pass
     against `want` under the case's tolerance for the back end's dtype (shapes equal)."""
-    return within(_numeric(have, want), want, bound_for(case, key, have, override))
+    return within(_numeric(have, want), want, bound_for(case, key, have, override),
+                  allowed_for(case, key, have, override))
+
+
+def allowed_for(case: Case, key: str, have: np.ndarray, override: Override) -> Any:
+    """The per-element allowed error of output `key` for the back end's dtype, from the
+    case's error magnitudes (None without them, or when --rtol/--atol override the case's
+    tolerance: the user's numbers then apply everywhere)."""
+    magnitude = case.magnitudes.get(key)
+    if magnitude is None or override.rtol is not None or override.atol is not None or \
+            not is_real(have.dtype):
+        return None
+    return allowed_errors(magnitude, backend_dtype(have))
 
 
 def _passes(case: Case, key: str, have: np.ndarray, want: np.ndarray,
@@ -193,9 +206,17 @@ def _mismatch_lines(case: Case, key: str, have: np.ndarray, want: np.ndarray, bo
         diff = np.where(comparable, np.abs(a64 - e64), -1.0)
         rel = np.where(comparable & (e64 != 0), diff / np.abs(e64), -1.0)
         at = _index(int(np.argmax(diff)), want.shape)
+        allowed = allowed_for(case, key, have, override)
+        here = None if allowed is None else float(np.broadcast_to(allowed, want.shape)[at])
+        if here is None or np.isnan(here):
+            limit = f"up to {bound.atol!r} allowed"
+        else:
+            magnitude = float(case.magnitudes[key][at])
+            limit = (f"up to {here!r} allowed here: {MAGNITUDE_FACTOR:g}·u·m with the error "
+                     f"magnitude m = {magnitude!r} of this element (docs/golden.md "
+                     f"\"Per-element error bounds\")")
         lines.append(f"  Greatest absolute difference: {diff[at].item()!r} at index {at} "
-                     f"(up to {bound.atol!r} allowed); got {_value(have, at)}, expected "
-                     f"{_value(want, at)}")
+                     f"({limit}); got {_value(have, at)}, expected {_value(want, at)}")
         if (rel >= 0).any():
             at_rel = _index(int(np.argmax(rel)), want.shape)
             lines.append(f"  Greatest relative difference: {rel[at_rel].item()!r} at index "

@@ -95,6 +95,14 @@ class Case:
         return read_arrays(path, f"outputs.npz of case {self.id}",
                            max_input_size=self.max_input_size) if path else {}
 
+    @cached_property
+    def magnitudes(self) -> dict[str, Any]:
+        """The error magnitudes of the real outputs that have them (`bounds.npz`, flattened
+        keys; docs/golden.md "Per-element error bounds"); {} for a case without."""
+        path = self.file("bounds")
+        return read_arrays(path, f"bounds.npz of case {self.id}",
+                           max_input_size=self.max_input_size) if path else {}
+
     def tolerance(self, key: str) -> dict[str, Any]:
         """The `tolerance` object of output `key` (flattened name)."""
         return self.manifest["outputs"][key]["tolerance"]
