@@ -34,11 +34,13 @@ import numpy as np
 
 from refinterp.numeric import rules
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE, canonical,
-                                              check_pack_length, check_tensor_size, kind_of)
+                                              check_pack_length, check_tensor_size,
+                                              format_bytes, kind_of, tensor_bytes)
 from refinterp.language.invocation import tensor_info
 from refinterp.run.abstract import Undetermined, abstract_tensor
 from refinterp.run.compose import Executor
-from refinterp.run.limits import MAX_DEPTH, MAX_ITERATIONS, MAX_LOWER_ITERATIONS, Limits
+from refinterp.run.limits import (MAX_DEPTH, MAX_ITERATIONS, MAX_LOWER_ITERATIONS, MAX_WORK,
+                                  Limits, Work, out_of_memory)
 from refinterp.run.locate import declaration_span
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
@@ -369,16 +371,19 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
            inputs: Mapping[str, Any] | None = None, generics: tuple[str, ...] = (),
            profile: str = "spec", stdlib: str | Path | None = None,
            max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
-           max_pack_length: int = MAX_PACK_LENGTH, quant: bool = False) -> Shapes:
+           max_pack_length: int = MAX_PACK_LENGTH, max_work: int = MAX_WORK,
+           timeout: float | None = None, quant: bool = False) -> Shapes:
     """Instantiate an operator or graph and check its @compose block without computing values:
     every invocation is instantiated (through compile-time branches and loops), so an unknown
     operator or attribute, a missing argument, a failed assertion or a wrong declared output
     shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
     shape is fixed needs none. With `quant`, the @quantize entries are resolved and checked
     (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items). `max_iterations`,
-    `max_depth` and `max_pack_length` are limits (docs/limits.md)."""
+    `max_depth`, `max_pack_length` and `max_work` (invocations + loop steps checked) are
+    limits, and `timeout` (seconds, default none) bounds the check's time (docs/limits.md)."""
     limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
-                    max_pack_length=max_pack_length)
+                    max_pack_length=max_pack_length, max_work=max_work)
+    work = Work(limits.max_work, timeout)
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     values = _attributes(attributes)
@@ -396,7 +401,7 @@ def shapes(target: Program | str | Path, *, op: str | None = None,
         result.quantization = quantization(instance, module, active)
     if definition.block("compose") is None:
         return result
-    executor = Executor(program.loaded, active, abstract=True, limits=limits)
+    executor = Executor(program.loaded, active, abstract=True, limits=limits, work=work)
     try:
         arrays = {name: abstract_tensor(info, f"input '{name}'") for name, info in given.items()}
         outputs = executor.run(definition, module, invocation, arrays)
@@ -420,7 +425,9 @@ class Run:
     variable the run read, by scoped name, with the value it read (before @update): with
     `inputs`, what reproduces the run. `updated`: the new values @update assigned, by scoped
     name; `state` is the variables after the run (`params` overridden by `updated`).
-    `attributes`, `profile`, `engine`, `operator` (qualified name)."""
+    `attributes`, `profile`, `engine`, `operator` (qualified name). `work`: the work the run
+    did, in the units of the `max_work` budget (invocations + loop steps + @lower
+    iterations; docs/limits.md)."""
 
     outputs: dict[str, Any]
     inputs: dict[str, Any]
@@ -430,6 +437,7 @@ class Run:
     profile: str
     engine: str
     operator: str
+    work: int = 0
 
     @property
     def state(self) -> dict[str, np.ndarray]:
@@ -450,7 +458,8 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
              max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
              max_tensor_size: int = MAX_TENSOR_SIZE,
              max_lower_iterations: int = MAX_LOWER_ITERATIONS,
-             max_pack_length: int = MAX_PACK_LENGTH,
+             max_pack_length: int = MAX_PACK_LENGTH, max_work: int = MAX_WORK,
+             timeout: float | None = None,
              stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
              progress: Progress | None = None, progress_interval: float = 5.0,
              observe: Callable[[str, Any], None] | None = None,
@@ -472,11 +481,15 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     `("return", ..., outputs by name)` after it returns (the scoped name a tuple, None for an
     unnamed invocation; refinterp.trace records run traces with it).
     `max_memory`, `max_iterations`, `max_depth`, `max_tensor_size` (bytes of one tensor),
-    `max_lower_iterations` (of one @lower formula) and `max_pack_length` are limits
-    (docs/limits.md): exceeding one is an Error naming it."""
+    `max_lower_iterations` (of one @lower formula), `max_pack_length` and `max_work` (the
+    whole run's invocations + loop steps + @lower iterations) are limits, and `timeout`
+    (seconds from the call, default none) bounds the run's time (docs/limits.md): exceeding
+    one is an Error naming it (E1203 the budget, E1204 the time); running out of memory is
+    E1205."""
     limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
                     max_tensor_size=max_tensor_size, max_lower_iterations=max_lower_iterations,
-                    max_pack_length=max_pack_length)
+                    max_pack_length=max_pack_length, max_work=max_work)
+    work = Work(limits.max_work, timeout)
     program, definition, module = _target(target, op, stdlib)
     active = _profile(profile)
     if isinstance(engine, str) and engine not in ENGINE_NAMES:
@@ -496,17 +509,17 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
                             tuple(generics), active)
     if store.arrays and definition.block("compose") is not None:
         _check_param_names(program, definition, store, values, arrays, generics, profile,
-                           stdlib, limits)
+                           stdlib, limits, work)
     executor = Executor(program.loaded, active, params=store,
                         engine=make_engine(engine, max_memory, log)
                         if isinstance(engine, str) else engine, observe=observe, limits=limits,
-                        trace=trace)
+                        trace=trace, work=work)
     with _Watch(executor, progress, progress_interval, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)
     return Run(outputs, arrays, dict(store.read), dict(store.updated), dict(values),
                profile, engine if isinstance(engine, str) else "custom",
-               f"{module.name}.{definition.name}")
+               f"{module.name}.{definition.name}", work.spent)
 
 
 def _canonical(name: str, value: Any, limits: Limits, what: str = "input") -> Any:
@@ -525,14 +538,19 @@ def _canonical(name: str, value: Any, limits: Limits, what: str = "input") -> An
         raise Diagnostic(f"{what} '{name}' is not a real, int or bool array "
                          f"({type(value).__name__})", code="E0802")
     check_tensor_size(kind, array.shape, limits.max_tensor_size, f"{what} '{name}'")
-    return canonical(array)
+    try:
+        return canonical(array)
+    except MemoryError:
+        raise out_of_memory(f"converting {what} '{name}' ({kind}{list(array.shape)}) to "
+                            f"refinterp's representation") from None
 
 
 def _check_param_names(program: Program, definition: ast.OperatorDef, store: ParameterStore,
                        values: dict, arrays: dict, generics: tuple, profile: str,
-                       stdlib: str | Path | None, limits: Limits) -> None:
+                       stdlib: str | Path | None, limits: Limits, work: Work) -> None:
     """Before running: every params entry must name a variable the run reaches (checked
-    without values; where the check cannot follow the composition, after the run). The
+    without values, with a work budget as large as the run's and what is left of its time,
+    `work`; where the check cannot follow the composition, after the run). The
     check's result depends only on the program and what instantiates the graph, so a second
     run of the same graph alike (a benchmark, a harness rerun) reuses it."""
     from refinterp.language.instance import invocation_key
@@ -548,7 +566,8 @@ def _check_param_names(program: Program, definition: ast.OperatorDef, store: Par
         checked = shapes(program, op=definition.name, attributes=values, inputs=inputs,
                          generics=generics, profile=profile, stdlib=stdlib,
                          max_iterations=limits.max_iterations, max_depth=limits.max_depth,
-                         max_pack_length=limits.max_pack_length)
+                         max_pack_length=limits.max_pack_length, max_work=limits.max_work,
+                         timeout=work.remaining())
         if key is not None:
             _CHECKED.put(key, (program, checked))
     if not checked.checked:
@@ -635,7 +654,16 @@ def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
             return rng.random(shape) < 0.5
         raise ArgumentDiagnostic(f"no random values of type '{info.dtype}'; the types are "
                                  f"real, int and bool")
-    return {name: draw(info) for name, info in types.items()}
+
+    def drawn(name: str, info: TensorInfo | tuple) -> Any:
+        try:
+            return draw(info)
+        except MemoryError:
+            items = info if isinstance(info, tuple) else (info,)
+            size = sum(tensor_bytes(i.dtype, i.shape or ()) for i in items)
+            raise out_of_memory(f"drawing random input '{name}' of {format_bytes(size)}"
+                                ) from None
+    return {name: drawn(name, info) for name, info in types.items()}
 
 
 def run_operator(name: str, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,

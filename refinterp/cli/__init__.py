@@ -3,8 +3,10 @@
 output goes (`output`). No SkriptND semantics live here: the package imports nothing of
 refinterp but `api`, `io`, `core.diagnostics` and `language.values`.
 
-Exit status: 0 success, 1 a diagnostic about the user's input, 2 command-line misuse,
-3 an internal error (a bug in refinterp: rerun with --debug for the traceback).
+Exit status: 0 success, 1 a diagnostic about the user's input (running out of memory
+included, E1205) or a stdout or stderr that cannot be written, 2 command-line misuse, 3 an
+internal error (a bug in refinterp: rerun with --debug for the traceback); 0 when the reader of
+stdout went away (a broken pipe). docs/api.md "Exit status".
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Sequence
 from refinterp.cli.arguments import build_parser, check_paths, command_named, expression_first
 from refinterp.cli.commands import COMMANDS, progress_line
 from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
-                                  UsageError)
-from refinterp.core.diagnostics import Diagnostic
+                                  StreamError, UsageError, guard_streams, settle_streams)
+from refinterp.core.diagnostics import Diagnostic, render
 
 __all__ = ["main", "build_parser", "progress_line"]
 
@@ -54,11 +56,48 @@ def _import_api_uncollected() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `refinterp` console script."""
+    """Entry point of the `refinterp` console script. Without `argv` (the process's own
+    command line) stdout and stderr are guarded: one that cannot be written ends the process
+    with exit status 1 — a message on stderr for stdout, nothing for stderr itself — or 0
+    when the reader of stdout went away (a broken pipe); never a traceback. An in-process
+    caller (`argv` given) keeps its streams as they are."""
     _skip_final_collection()
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    if argv is not None:
+        return _command(list(argv), process=False)
+    guard_streams()
+    try:
+        try:
+            status = _command(sys.argv[1:], process=True)
+        finally:  # also before argparse's SystemExit (--help, --version, misuse)
+            sys.stdout.flush()
+        sys.stderr.flush()
+        return status
+    except StreamError as error:
+        return _stream_failed(error)
+
+
+def _stream_failed(error: StreamError) -> int:
+    """The exit status when stdout or stderr could not be written: 0 for a broken pipe on
+    stdout (the reader has what it wanted), else 1, with a message on stderr when it is
+    stdout that failed."""
+    settle_streams()
+    if error.stream.name == "stdout" and error.broken_pipe:
+        return EXIT_OK
+    if error.stream.name == "stdout":
+        try:
+            sys.stderr.write(render(Diagnostic(f"{error}; the output is incomplete",
+                                               code="E0801")) + "\n")
+            sys.stderr.flush()
+        except StreamError:
+            settle_streams()
+    return EXIT_DIAGNOSTIC
+
+
+def _command(arguments: list[str], process: bool) -> int:
+    """Parse and run one command line; its exit status. A failing stdout or stderr
+    (StreamError) is left to `main`."""
     parser = build_parser(command_named(arguments))
     args = parser.parse_args(expression_first(arguments))
     args.argv = arguments  # as given (eval --save-case records the command)
@@ -66,9 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = COMMANDS[args.command]
     try:
         check_paths(args)
-        if argv is None:  # the process's own command line, not an in-process caller
+        if process:
             _import_api_uncollected()
         return run(args, out)
+    except StreamError:
+        raise
     except Diagnostic as diag:
         out.error(diag)
         return EXIT_DIAGNOSTIC
@@ -78,9 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # e.g. `refinterp parse ... | head`: the reader went away
-        sys.stderr.close()
-        return EXIT_OK
+    except MemoryError:  # where the run could not say more (refinterp.api names the operator)
+        from refinterp.api import out_of_memory
+
+        out.error(out_of_memory(f"running 'refinterp {args.command}'"))
+        return EXIT_DIAGNOSTIC
     except Exception as exc:  # a bug: never show a traceback unless asked
         if args.debug:
             raise

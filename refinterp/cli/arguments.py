@@ -201,6 +201,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                              "most 10000)")
     limits.add_argument("--max-pack-length", type=int, metavar="N",
                         help="the most tensors in one pack (default 100000)")
+    limits.add_argument("--max-work", type=int, metavar="N",
+                        help="the most work one run may do, counted before it is done: "
+                             "operator invocations + @compose loop steps + @lower iterations "
+                             "(default 100000000000)")
+    limits.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="end the run with an error after this many seconds (default: "
+                             "none)")
 
     if wanted("parse"):
         _add_parse(commands, common, stdlib, search)

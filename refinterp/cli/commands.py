@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, max_input_size,
-                                     parse_attribute, parse_size, parse_types)
+from refinterp.cli.arguments import (NOT_AN_OPTION, RANDOM_TYPES, check_number,
+                                     max_input_size, parse_attribute, parse_size, parse_types)
 from refinterp.cli.check import cmd_check
 from refinterp.cli.golden import cmd_golden
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
@@ -174,7 +174,8 @@ def _target(args: argparse.Namespace) -> tuple[Any, str | None]:
     return api.load(args.file, stdlib=args.stdlib, search_path=args.path), args.op
 
 
-LIMIT_COUNTS = ("max_iterations", "max_depth", "max_pack_length", "max_lower_iterations")
+LIMIT_COUNTS = ("max_iterations", "max_depth", "max_pack_length", "max_lower_iterations",
+                "max_work")
 def _limits(args: argparse.Namespace) -> Any:
     """The limits of a run (`api.Limits`, docs/limits.md) from the limit options given; the
     others keep the API's defaults. A value the API refuses is command-line misuse."""
@@ -184,6 +185,7 @@ def _limits(args: argparse.Namespace) -> Any:
              if getattr(args, name, None) is not None}
     if getattr(args, "max_tensor_size", None) is not None:
         given["max_tensor_size"] = parse_size(args.max_tensor_size, "--max-tensor-size")
+    check_number(getattr(args, "timeout", None), "--timeout", 0.001, 7 * 86400.0)
     try:
         return api.Limits(**given)
     except Diagnostic as error:
@@ -201,7 +203,8 @@ def cmd_shapes(args: argparse.Namespace, out: Output) -> int:
                         inputs=parse_types(args.input, max_pack_length=limits.max_pack_length),
                         generics=tuple(args.generic), profile=args.profile, stdlib=args.stdlib,
                         max_iterations=limits.max_iterations, max_depth=limits.max_depth,
-                        max_pack_length=limits.max_pack_length, quant=args.quant)
+                        max_pack_length=limits.max_pack_length, max_work=limits.max_work,
+                        timeout=args.timeout, quant=args.quant)
     entries = result.quantization
     if not result.checked:
         out.diagnostic(Diagnostic(f"the composition was checked only up to where {result.stopped}"
@@ -357,7 +360,8 @@ def cmd_eval(args: argparse.Namespace, out: Output) -> int:
     run = evaluate(target, op=op, inputs=inputs, attributes=attributes, params=params,
                    random_params=args.random_params, seed=args.seed,
                    generics=tuple(args.generic), profile=args.profile, engine=args.engine,
-                   max_memory=max_memory, **vars(limits), stdlib=args.stdlib,
+                   max_memory=max_memory, **vars(limits), timeout=args.timeout,
+                   stdlib=args.stdlib,
                    log=_engine_log(out) if args.verbose else None,
                    progress=progress_line if _show_progress(args) else None)
     outputs = io.flatten_packs(run.outputs)

@@ -12,7 +12,7 @@ from refinterp.cli.output import EXIT_OK, Output, UsageError
 
 # eval's options that einsum reuses, by destination (their definitions stay in arguments.py)
 REUSED = ("inputs", "input", "random", "seed", "output", "save_inputs", "attrib", "profile",
-          "engine", "max_input_size")
+          "engine", "max_input_size", "max_work")
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -81,7 +81,7 @@ def cmd_einsum(args: argparse.Namespace, out: Output) -> int:
 
     inputs = load_inputs(args, fixed, limits)
     run = front.evaluate(einsum, inputs, attributes, profile=args.profile, engine=args.engine,
-                         seed=args.seed)
+                         seed=args.seed, max_work=limits.max_work)
     outputs = io.flatten_packs(run.outputs)
     if args.output:
         io.write_arrays(args.output, outputs, "-o")

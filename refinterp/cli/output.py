@@ -1,10 +1,18 @@
 """Where the command line writes: results to stdout, diagnostics to stderr (rich on a terminal),
-or, with --json, one JSON object on stdout."""
+or, with --json, one JSON object on stdout.
+
+The command line's own process writes through `GuardedStream`s (`guard_streams`): a stdout or
+stderr that is closed, full (/dev/full) or whose reader went away (a broken pipe) raises
+`StreamError` instead of an OSError or AttributeError, and text the stream's encoding cannot
+hold (PYTHONIOENCODING=ascii, a non-ASCII path) is written with backslash escapes
+(docs/api.md "Exit status")."""
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from refinterp.core.diagnostics import Diagnostic, render
 
@@ -80,3 +88,102 @@ class Output:
             self._console.print(styled)
         else:
             sys.stderr.write(text + "\n")
+
+
+class StreamError(Exception):
+    """Writing to stdout or stderr failed: the stream is closed (`error` None), its device
+    full, or its reader gone (a broken pipe)."""
+
+    def __init__(self, stream: "GuardedStream", error: OSError | None) -> None:
+        self.stream, self.error = stream, error
+        reason = error.strerror if error is not None and error.strerror else "it is closed"
+        super().__init__(f"cannot write to {stream.name}: {reason}")
+
+    @property
+    def broken_pipe(self) -> bool:
+        """The reader went away (`refinterp ... | head -c1`)."""
+        return isinstance(self.error, BrokenPipeError)
+
+
+class GuardedStream:
+    """sys.stdout or sys.stderr of the command line's process: a write or flush that fails
+    raises StreamError (and marks the stream `failed`); a stream closed when the process
+    started (`stream` None) fails at its first write and is never a terminal. Everything else
+    is the stream's own."""
+
+    def __init__(self, stream: TextIO | None, name: str, fd: int) -> None:
+        self.stream, self.name, self.fd = stream, name, fd
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        if self.stream is None:
+            raise self._fail(None)
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            raise self._fail(error) from None
+
+    def flush(self) -> None:
+        if self.stream is None:
+            return
+        try:
+            self.stream.flush()
+        except OSError as error:
+            raise self._fail(error) from None
+
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()
+
+    def fileno(self) -> int:
+        if self.stream is None:
+            raise OSError(errno.EBADF, f"{self.name} is closed")
+        return self.stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def _fail(self, error: OSError | None) -> StreamError:
+        self.failed = True
+        return StreamError(self, error)
+
+
+def guard_streams() -> None:
+    """Make the process's stdout and stderr `GuardedStream`s, writing what their encoding
+    cannot hold as backslash escapes. A descriptor 1 or 2 closed at start (`>&-`) is held
+    open on /dev/null, so that no file refinterp opens takes its number (and is written to as
+    stdout); the stream still counts as closed."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        stream = getattr(sys, name)
+        if isinstance(stream, GuardedStream):
+            continue
+        if stream is None:
+            _hold_on_null(fd)
+        elif hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+        setattr(sys, name, GuardedStream(stream, name, fd))
+
+
+def settle_streams() -> None:
+    """After a stream failed: point its descriptor at /dev/null, so that what is still
+    buffered for it is dropped quietly when the process ends (rather than failing again, with
+    a message and exit status 120)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, GuardedStream) and stream.failed and stream.stream is not None:
+            _hold_on_null(stream.fd, replace=True)
+
+
+def _hold_on_null(fd: int, replace: bool = False) -> None:
+    """Open /dev/null on descriptor `fd` if it is closed (or, with `replace`, in any case)."""
+    if not replace:
+        try:
+            os.fstat(fd)
+            return
+        except OSError:
+            pass
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)

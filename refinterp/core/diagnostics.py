@@ -67,6 +67,9 @@ CODES: dict[str, str] = {
     "E1200": "tensor larger than the tensor size limit",
     "E1201": "@lower iteration space larger than its limit",
     "E1202": "pack of tensors longer than the pack length limit",
+    "E1203": "run exceeds its work budget",
+    "E1204": "run exceeds its time limit",
+    "E1205": "out of memory",
     "W0001": "warning",
     "N0001": "note",
 }

@@ -34,6 +34,7 @@ from refinterp.language.inputs import LengthError, declared_dims
 from refinterp.language.invocation import EmptyPack, item_type, tensor_info, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
+from refinterp.lower.plan import lowering_plan
 from refinterp.lower.scalar import constant_array
 from refinterp.language.modules import (LoadedModule, Program, bundled_definition,
                                         find_operator, interface_differences,
@@ -44,7 +45,7 @@ from refinterp.syntax.visitor import nodes, walk
 from refinterp.run.abstract import (DeclaredVariables, Undetermined, abstract_tensor,
                                     abstract_value)
 from refinterp.run.jagged import DynamicExtents
-from refinterp.run.limits import Limits
+from refinterp.run.limits import STEP_WORK, Limits, Work, declared_sizes, out_of_memory
 from refinterp.run.locate import declaration_span, relocate
 from refinterp.run.scope import Scope, ScopePath, live_after, value_names
 from refinterp.language.types import CASTS, Type
@@ -65,9 +66,11 @@ class Executor:
                  params: ParameterStore | DeclaredVariables | None = None,
                  abstract: bool = False,
                  observe: Callable[[str, Any], None] | None = None,
-                 limits: Limits = Limits(), trace: Trace | None = None) -> None:
+                 limits: Limits = Limits(), trace: Trace | None = None,
+                 work: Work | None = None) -> None:
         """`limits` bound the run (docs/limits.md); `max_depth` and `max_iterations`, when
-        given, replace those two of them."""
+        given, replace those two of them. `work` is the run's budget and deadline (default:
+        `limits.max_work`, no deadline); `work.spent` is the work done so far."""
         self.program = program
         # told every tensor a @compose/@update block binds, by its scoped name relative to the
         # root (`conv1`, `block.relu`), in the order they are computed (harness probes)
@@ -87,6 +90,7 @@ class Executor:
             ("max_depth", max_depth), ("max_iterations", max_iterations)) if value is not None})
         if isinstance(self.params, ParameterStore):  # its .dat files are read within the limit
             self.params.max_tensor_size = self.limits.max_tensor_size
+        self.work = work if work is not None else Work(self.limits.max_work)
         self.depth = 0
         self.jagged = DynamicExtents()
 
@@ -98,26 +102,49 @@ class Executor:
         # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
         sys.setrecursionlimit(max(sys.getrecursionlimit(),
                                   FRAMES_PER_CALL * self.limits.max_depth + 2000))
-        path = (module.name, definition.name)
-        if self.trace is None:
-            return self.run_instance(definition, module, invocation, inputs, path)
+        if self.trace is not None:  # the trace lists the root's inputs in declaration order
+            declared = [d.name for d in definition.block("input").entries] \
+                if definition.block("input") is not None else []
+            inputs = {**{n: inputs[n] for n in declared if n in inputs},
+                      **{n: inputs[n] for n in sorted(inputs) if n not in declared}}
+        return self.call(definition, module, invocation, inputs, (module.name, definition.name),
+                         definition.span)
+
+    def call(self, definition: ast.OperatorDef, module: LoadedModule, invocation: Invocation,
+             inputs: dict[str, Any], path: ScopePath | None, span: Any) -> dict[str, Any]:
+        """One invocation, the root or a nested one (at `span`): charged to the run's work
+        (the one place invocations are), told to the trace, run."""
         qualified = f"{module.name}.{definition.name}"
-        declared = [d.name for d in definition.block("input").entries] \
-            if definition.block("input") is not None else []
-        ordered = {**{n: inputs[n] for n in declared if n in inputs},  # in declaration order
-                   **{n: inputs[n] for n in sorted(inputs) if n not in declared}}
-        self.trace("call", qualified, path, ordered)
+        self.work.charge(STEP_WORK, f"the invocation of {qualified}", span)
+        if self.trace is not None:
+            self.trace("call", qualified, path, inputs)
         outputs = self.run_instance(definition, module, invocation, inputs, path)
-        self.trace("return", qualified, path, outputs)
+        if self.trace is not None:
+            self.trace("return", qualified, path, outputs)
         return outputs
 
     def run_instance(self, definition: ast.OperatorDef, module: LoadedModule,
                      invocation: Invocation, inputs: dict[str, Any],
                      path: ScopePath | None) -> dict[str, Any]:
-        """Instantiate and run `definition` with scoped name `path` (None: unnamed)."""
-        instance = instantiate_cached(definition, replace(  # the limits instantiation checks
-            invocation, max_pack_length=self.limits.max_pack_length,
-            max_tensor_size=self.limits.max_tensor_size))
+        """Instantiate and run `definition` with scoped name `path` (None: unnamed). A
+        MemoryError while it runs (and not in an invocation within it) is E1205 naming it."""
+        instance = None
+        try:
+            instance = instantiate_cached(definition, replace(  # the limits instantiation checks
+                invocation, max_pack_length=self.limits.max_pack_length,
+                max_tensor_size=self.limits.max_tensor_size))
+            return self.run_checked(instance, module, invocation, inputs, path)
+        except MemoryError:
+            raise out_of_memory(f"running '{module.name}.{definition.name}'", definition.span,
+                                declared_sizes(instance) if instance is not None else ()
+                                ) from None
+
+    def run_checked(self, instance: OperatorInstance, module: LoadedModule,
+                    invocation: Invocation, inputs: dict[str, Any],
+                    path: ScopePath | None) -> dict[str, Any]:
+        """Run an operator instance within the limits: by its @lower block, its @compose
+        block, an intrinsic or a bundled definition."""
+        definition = instance.definition
         self.limits.check_instance(instance, sizes=not self.abstract)
         inputs = {**{name: self.constant(info, value)
                      for name, (info, value) in instance.defaults.items()}, **inputs}
@@ -128,6 +155,7 @@ class Executor:
                     for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
             self.limits.check_lowering(instance)
+            self.charge_lowering(instance)
             arrays = {**inputs, **self.variables(instance, path)}
             outputs = self.engine(instance, arrays, self.profile)
         elif definition.block("compose") is not None:
@@ -142,6 +170,14 @@ class Executor:
                    for name, value in outputs.items()}
         self.jagged.mark(instance.outputs, outputs)
         return outputs
+
+    def charge_lowering(self, instance: OperatorInstance) -> None:
+        """Charge the iterations of every formula of a @lower block to the run's work before
+        the block runs (the one place @lower work is charged; counts are known before)."""
+        for formula in lowering_plan(instance).formulas:
+            count = formula.iterations()
+            self.work.charge(count, f"the formula ({count} iteration{'s' * (count != 1)})",
+                             formula.node.span)
 
     def run_bundled(self, definition: ast.OperatorDef, module: LoadedModule,
                     invocation: Invocation, inputs: dict[str, Any],
@@ -463,6 +499,7 @@ class Executor:
                                         f"(--max-iterations), the most a loop may run",
                                         node.span, [limit_note("--max-iterations")],
                                         code="E0604")
+            self.work.charge(STEP_WORK, "a loop step", node.span)  # the one place loop steps are
             for name, pack in scans:
                 inner.tensors[name] = pack[iteration]
             if node.count is not None and node.count.index is not None:
@@ -509,7 +546,7 @@ class Executor:
         checker = self
         if not self.abstract:
             checker = Executor(self.program, self.profile, engine=self.engine, abstract=True,
-                               limits=self.limits)
+                               limits=self.limits, work=self.work)
             checker.depth = self.depth
         try:
             results = checker.rhs(node.body, body, carried, path)
@@ -744,11 +781,7 @@ class Executor:
                                         f"{self.limits.max_depth} (--max-depth)", node.span,
                                         [limit_note("--max-depth")], code="E0604")
             self.running.append(".".join(node.callee))
-            if self.trace is not None:
-                self.trace("call", f"{module.name}.{definition.name}", path, inputs)
-            outputs = self.run_instance(definition, module, invocation, inputs, path)
-            if self.trace is not None:
-                self.trace("return", f"{module.name}.{definition.name}", path, outputs)
+            outputs = self.call(definition, module, invocation, inputs, path, node.span)
         except Diagnostic as diag:
             if jagged:
                 diag.notes.append(

@@ -6,11 +6,14 @@ never a MemoryError, an overflow, or a run that does not end.
 are limits of the representation, `refinterp.numeric.representation`, which every ring can
 check). The executor checks them before it allocates or runs anything: the tensors an operator
 instance declares, each @lower formula's iteration space, each loop iteration and nested
-invocation.
+invocation. `Work` holds one run's budget of work and its deadline, charged before each piece
+of work is done; `out_of_memory` is the diagnostic of a MemoryError (E1205).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -19,13 +22,22 @@ from refinterp.core.source import Span
 from refinterp.language.invocation import OperatorInstance, TensorInfo
 from refinterp.lower.plan import allocation_shape, lowering_plan
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE,
-                                              check_pack_length, check_tensor_size, limit_note)
+                                              check_pack_length, check_tensor_size,
+                                              format_bytes, limit_note, tensor_bytes)
 from refinterp.run.locate import declaration_span
 
 MAX_ITERATIONS = 10_000  # iterations of one @compose loop (~2 s for a trivial body)
 MAX_DEPTH = 256  # nesting of operator invocations
 MAX_DEPTH_CAP = 10_000  # the deepest --max-depth accepted (each level holds Python frames)
 MAX_LOWER_ITERATIONS = 10 ** 9  # iterations of one @lower formula (~10 s on the vector engine)
+# the work of one run, in units of one @lower iteration (docs/limits.md: >= 100x the largest
+# real run measured, a batch-1 AlexNet); an invocation or a loop step costs STEP_WORK units, about
+# what it costs in time (~30 us against a few ns per vectorised iteration), so that the default
+# also ends floods of invocations (at most 10^7 of them: minutes, not hours)
+MAX_WORK = 10 ** 11
+STEP_WORK = 10 ** 4
+CLOCK_EVERY = 64  # charges between two reads of the clock when a run has a timeout
+CLOCK_AMOUNT = 10 ** 5  # a charge this large (a millisecond of work or more) reads it at once
 
 
 @dataclass(frozen=True)
@@ -38,6 +50,7 @@ class Limits:
     max_tensor_size: int = MAX_TENSOR_SIZE
     max_lower_iterations: int = MAX_LOWER_ITERATIONS
     max_pack_length: int = MAX_PACK_LENGTH
+    max_work: int = MAX_WORK
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -95,6 +108,84 @@ class Limits:
                                  f"iteration limit of {self.max_lower_iterations}",
                                  formula.node.span, [limit_note("--max-lower-iterations")],
                                  code="E1201")
+
+
+class Work:
+    """The work one run may do: its budget (`Limits.max_work`, in units of work: an operator
+    invocation and a @compose loop step count STEP_WORK each, a @lower formula its iteration
+    count)
+    and its deadline (`timeout` seconds after it was made; None: no deadline). The executor
+    charges each kind of work in one place, before doing it (`charge`), so a run stops before
+    it starts what its budget cannot pay for; the clock is read at the same points, every
+    CLOCK_EVERY charges (and at every large one)."""
+
+    def __init__(self, budget: int = MAX_WORK, timeout: float | None = None) -> None:
+        if timeout is not None and (isinstance(timeout, bool) or
+                                    not isinstance(timeout, (int, float)) or
+                                    not math.isfinite(timeout) or timeout <= 0):
+            raise ArgumentDiagnostic(f"timeout (--timeout) must be a positive number of "
+                                     f"seconds; got {timeout!r}")
+        self.budget = budget
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.spent = 0
+        self._unclocked = 0  # charges since the clock was last read
+
+    def remaining(self) -> float | None:
+        """The seconds left before the deadline (at least a microsecond; None: no deadline),
+        for a check that precedes the run and shares its time."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - time.monotonic(), 1e-6)
+
+    def charge(self, amount: int, what: str, span: Span | None = None) -> None:
+        """Pay for `amount` units of work about to be done (`what`: 'an invocation of
+        nn.conv', 'a loop step', 'a formula of 1000 iterations'): E1203 if the budget cannot
+        pay for it, E1204 if the run is past its deadline."""
+        if self.spent + amount > self.budget:
+            raise Diagnostic(f"the run exceeds its work budget of {self.budget} (invocations "
+                             f"+ loop steps + @lower iterations)", span,
+                             [f"{what} would take it to {self.spent + amount} "
+                              f"({self.spent} spent before it)",
+                              limit_note("--max-work")], code="E1203")
+        self.spent += amount
+        if self.deadline is not None:
+            self._unclocked += 1
+            if self._unclocked >= CLOCK_EVERY or amount >= CLOCK_AMOUNT:
+                self._unclocked = 0
+                if time.monotonic() > self.deadline:
+                    raise Diagnostic(f"the run exceeds its time limit of {self.timeout:g} s",
+                                     span, [f"stopped before {what}",
+                                            limit_note("--timeout")], code="E1204")
+
+
+MEMORY_NOTE = ("refinterp holds every tensor whole: --max-tensor-size (refinterp.api: "
+               "max_tensor_size=) bounds one tensor and --max-memory (max_memory=) the vector "
+               "engine's temporaries, but the process had less memory than they allow (ulimit "
+               "-v, a container's limit): lower them, or give the process more; see "
+               "docs/limits.md")
+
+
+def out_of_memory(what: str, span: Span | None = None, notes: tuple[str, ...] = ()
+                  ) -> Diagnostic:
+    """E1205, the diagnostic of a MemoryError while `what` ('running nn.conv'): what was
+    being allocated, when known, and the options that bound a run's memory."""
+    return Diagnostic(f"out of memory while {what}", span, [*notes, MEMORY_NOTE],
+                      code="E1205")
+
+
+def declared_sizes(instance: OperatorInstance) -> tuple[str, ...]:
+    """Notes naming the tensors an operator instance declares as outputs, with their bytes
+    (what running it allocates), for an out-of-memory diagnostic."""
+    notes = []
+    for name, info in instance.outputs.items():
+        items = info if isinstance(info, tuple) else (info,)
+        shaped = [i for i in items if i.shape is not None and i.dtype in ("real", "int", "bool")
+                  and all(isinstance(e, int) for e in i.shape)]
+        if shaped and len(shaped) == len(items):
+            size = sum(tensor_bytes(i.dtype, i.shape) for i in shaped)
+            notes.append(f"its output '{name}' takes {format_bytes(size)}")
+    return tuple(notes)
 
 
 def _named(keyword: str) -> str:
