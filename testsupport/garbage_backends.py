@@ -10,12 +10,14 @@ Named as Python back ends `testsupport.garbage_backends:<Class>`.
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import refinterp.api as api
-from refinterp.io import flatten_packs
+from refinterp.harness import BackendSpec, load_suite, run_suite
+from refinterp.io import flatten_packs, read_arrays
 
 
 class _Runner:
@@ -96,3 +98,26 @@ def changed_beyond_float32(got: np.ndarray, expected: np.ndarray) -> bool:
         scale = np.maximum(np.abs(expected), np.finfo(np.float32).tiny)
         close = finite & (np.abs(got - expected) <= 4 * np.finfo(np.float32).eps * scale)
     return bool(np.any(~(same | close)))
+
+
+def false_passes(suite: Path, name: str, *, include: str | None = None, jobs: int = 1,
+                 in_process: bool = False) -> tuple[int, int, list[str]]:
+    """(value and error cases run, failed, ids of false passes) of the garbage back end `name`
+    on `suite` (the cases matching `include`): a false pass is a value case it passed although
+    it changed some real output beyond float32 precision."""
+    backend = globals()[name]()
+    cases = {case.id: case for case in load_suite(suite)}
+    results = run_suite(suite, BackendSpec(name=f"testsupport.garbage_backends:{name}",
+                                           in_process=in_process), include=include, jobs=jobs)
+    ran = [r for r in results if r.status in ("pass", "fail")]
+    wrong = []
+    for result in ran:
+        case = cases[result.id]
+        if result.status != "pass" or case.error is not None:
+            continue
+        expected = read_arrays(case.folder / "outputs.npz", "outputs.npz")
+        if any(value.dtype.kind == "f" and changed_beyond_float32(
+                backend.change(value, case_rng(case.id)), value)
+               for value in expected.values()):
+            wrong.append(result.id)
+    return len(ran), sum(r.status == "fail" for r in ran), wrong

@@ -18,30 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.harness import BackendSpec, load_suite, run_suite  # noqa: E402
-from refinterp.io import group_packs, read_arrays  # noqa: E402
 from testsupport import garbage_backends as garbage  # noqa: E402
-
-
-def false_passes(suite: Path, name: str, jobs: int) -> tuple[int, int, list[str]]:
-    """(cases run, failed, ids of false passes) of one garbage back end on `suite`."""
-    backend = getattr(garbage, name)()
-    cases = {case.id: case for case in load_suite(suite)}
-    results = run_suite(suite, BackendSpec(name=f"testsupport.garbage_backends:{name}"),
-                        jobs=jobs)
-    ran = [r for r in results if r.status in ("pass", "fail")]
-    wrong = []
-    for result in ran:
-        case = cases[result.id]
-        if result.status != "pass" or case.error is not None:
-            continue
-        expected = read_arrays(case.folder / "outputs.npz", "outputs.npz")
-        for key, value in expected.items():
-            if value.dtype.kind == "f" and garbage.changed_beyond_float32(
-                    backend.change(value, garbage.case_rng(case.id)), value):
-                wrong.append(result.id)
-                break
-    return len(ran), sum(r.status == "fail" for r in ran), wrong
 
 
 def main() -> int:
@@ -51,7 +28,7 @@ def main() -> int:
     parser.add_argument("-j", type=int, default=2)
     args = parser.parse_args()
     for name in args.backend or garbage.GARBAGE:
-        ran, failed, wrong = false_passes(args.suite, name, args.j)
+        ran, failed, wrong = garbage.false_passes(args.suite, name, jobs=args.j)
         print(f"{name:9} {ran} run, {failed} failed, {len(wrong)} false passes "
               f"{' '.join(wrong[:6])}{' ...' if len(wrong) > 6 else ''}", flush=True)
     return 0

@@ -4,7 +4,8 @@ compute, readable from any language (docs/golden.md).
 - `table`: case tables (TOML) -> `CaseSpec`s; `tolerance`: tolerance classes and the rule;
 - `model`: the `model.sknd` graph of an operator case;
 - `build`: computing cases and writing case folders and the suite manifest;
-- `verify`: checking hashes, recomputing, rendering a case as text.
+- `verify`: checking hashes, recomputing, rendering a case as text;
+- `magnitudes`: the per-element error magnitudes of a case's outputs (bounds.npz).
 
 May import: everything below the top ring (and `refinterp.api`, `refinterp.io`).
 """

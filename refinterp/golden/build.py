@@ -42,7 +42,7 @@ from refinterp.core.files import (inside, is_temporary, make_folder, output_fold
 from refinterp.golden import layouts
 from refinterp.golden.model import operator_model
 from refinterp.golden.table import CaseSpec, json_values, read_table, table_span
-from refinterp.golden.tolerance import bounds
+from refinterp.golden.tolerance import STORED_DTYPES, Bound, allowed_errors, bounds
 from refinterp.io import encode_npy, encode_npz, flatten_packs
 from refinterp.lower.engines import difference, iterations
 from refinterp.numeric.representation import kind_of
@@ -59,6 +59,12 @@ class BuildError(GoldenDiagnostic):
     """A case could not be built as its table says (E1101; the message names the case)."""
 
     default_code = "E1101"
+
+
+# the error magnitudes of a case's real outputs (docs/golden.md "Per-element error bounds"),
+# found only where the scalar engine runs too (up to SCALAR_LIMIT iterations): the analysis
+# runs the definition element by element
+BOUNDS_FILE = "bounds.npz"
 
 
 def canonical_json(data: Any) -> str:
@@ -89,6 +95,10 @@ class Computed:
     engine: str = ""
     length: int = 1      # the reduction length used by the tolerance (iterations per element)
     updated: dict[str, Any] = field(default_factory=dict)  # variables @update assigned
+    # error magnitudes of the real outputs that have an analysis (flattened keys; NaN where an
+    # element has none) and the rule that gave each output's (golden.magnitudes)
+    magnitudes: dict[str, Any] = field(default_factory=dict)
+    bound_rules: dict[str, str] = field(default_factory=dict)
 
 
 def _size(value: Any) -> int:
@@ -128,8 +138,10 @@ def compute(target: Any, arrays: dict[str, Any], *, op: str | None = None,
     if total == 0:  # no @lower ran (an intrinsic): as many terms as input elements per output
         total = sum(_size(v) for v in arrays.values())
     length = max(1, -(-total // produced))
-    if total > SCALAR_LIMIT:
+    if total > SCALAR_LIMIT:  # too large for the definition, and for its error analysis
         return Computed(fast.outputs, None, "vector", length, dict(fast.updated))
+    magnitudes, rules = _error_magnitudes(target, arrays, op=op, attributes=attributes,
+                                          generics=generics, profile=profile, params=params)
     try:
         exact = run("scalar")
     except api.Error as error:
@@ -139,7 +151,71 @@ def compute(target: Any, arrays: dict[str, Any], *, op: str | None = None,
         found = difference(value, fast.outputs[name], name)
         if found:
             raise BuildError(f"the scalar and vector engines disagree: {found}")
-    return Computed(exact.outputs, None, "scalar", length, dict(exact.updated))
+    return Computed(exact.outputs, None, "scalar", length, dict(exact.updated), magnitudes,
+                    rules)
+
+
+def _error_magnitudes(target: Any, arrays: dict[str, Any], **options: Any
+                      ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The error magnitudes of a case's real outputs (golden.magnitudes, for a float32 back end:
+    the coarser analysis, whose undecided branches include float64's), flattened, with NaN
+    for every element without a finite magnitude (unknown or unbounded: the class rule applies
+    there), and the rule of each output. An output with no finite magnitude has none."""
+    from refinterp.golden.magnitudes import error_magnitudes
+
+    magnitudes: dict[str, Any] = {}
+    rules: dict[str, str] = {}
+    for name, (values, rule) in error_magnitudes(target, inputs=arrays, dtype="float32",
+                                                 **options).items():
+        rules[name] = rule
+        if values is None:
+            continue
+        for key, array in flatten_packs({name: values}).items():
+            array = np.asarray(array, np.float64)
+            finite = np.isfinite(array)
+            if finite.any():
+                magnitudes[key] = np.where(finite, array, np.nan)
+    return magnitudes, rules
+
+
+def kept_magnitudes(computed: Computed, tolerance: dict[str, Any]) -> None:
+    """Keep in `computed` only the magnitudes that change some element's allowance from what
+    the class rule alone gives (`tolerance`, the output's class bounds), for float32 or float64
+    back ends: elsewhere bounds.npz would say nothing the case does not already say (a data
+    movement's m = 0 under the exact class), and every file costs a disk block."""
+    kept = {}
+    for key, magnitude in computed.magnitudes.items():
+        expected = np.asarray(flatten_packs(computed.outputs)[key], np.float64)
+        finite = ~np.isnan(magnitude)
+        for dtype in STORED_DTYPES:
+            stored = Bound.from_json(tolerance[dtype])
+            with np.errstate(invalid="ignore", over="ignore"):
+                alone = stored.atol + stored.rtol * np.abs(expected)
+                own = allowed_errors(magnitude, expected, tolerance, dtype)
+            if np.any(own[finite] != alone[finite]):
+                kept[key] = magnitude
+                break
+    computed.magnitudes = kept
+
+
+def _output_entries(computed: Computed, tolerance: dict[str, Any]) -> dict[str, Any]:
+    """The `outputs` of a manifest: each output's array entry and tolerance, with `bound`
+    (the rule of its error magnitudes) where bounds.npz holds them."""
+    entries = {}
+    for key, entry in _array_entries(computed.outputs).items():
+        own = dict(tolerance)
+        if key in computed.magnitudes:
+            name = key if key in computed.bound_rules else key.rsplit(".", 1)[0]
+            own["bound"] = {"file": BOUNDS_FILE, "rule": computed.bound_rules.get(name, "")}
+        entries[key] = {**entry, "tolerance": own}
+    return entries
+
+
+def _write_outputs(writer: "CaseWriter", computed: Computed) -> None:
+    """outputs.npz and, when some output has error magnitudes, bounds.npz."""
+    writer.write("outputs.npz", encode_npz(computed.outputs))
+    if computed.magnitudes:
+        writer.write(BOUNDS_FILE, encode_npz(computed.magnitudes))
 
 
 # --------------------------------------------------------------------------- writing
@@ -397,14 +473,14 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
             manifest["error"] = {"code": computed.error.code, "pattern": spec.error["message"],
                                  "message": computed.error.message}
         else:
-            writer.write("outputs.npz", encode_npz(computed.outputs))
             tolerance = {"class": spec.klass, "reduction_length": computed.length,
                          **{dtype: b.as_json() for dtype, b in
                             bounds(spec.klass, computed.length, _magnitude(arrays)).items()}}
+            kept_magnitudes(computed, tolerance)
+            _write_outputs(writer, computed)
             if spec.reason:
                 tolerance["reason"] = spec.reason
-            manifest["outputs"] = {name: {**entry, "tolerance": tolerance}
-                                   for name, entry in _array_entries(computed.outputs).items()}
+            manifest["outputs"] = _output_entries(computed, tolerance)
             manifest["packs"]["outputs"] = _packs(computed.outputs)
             manifest["engine"] = computed.engine
         digest = writer.finish(manifest)
@@ -469,13 +545,14 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
         writer.write("inputs.npz", encode_npz(arrays))
         if params:
             writer.write("params.npz", encode_npz(params))
-        writer.write("outputs.npz", encode_npz(computed.outputs))
-        updated = relative_to_graph(copied, computed.updated)
-        if updated:
-            writer.write("updated.npz", encode_npz(updated))
         tolerance = {"class": klass, "reduction_length": computed.length,
                      **{dtype: b.as_json() for dtype, b in
                         bounds(klass, computed.length, _magnitude(arrays)).items()}}
+        kept_magnitudes(computed, tolerance)
+        _write_outputs(writer, computed)
+        updated = relative_to_graph(copied, computed.updated)
+        if updated:
+            writer.write("updated.npz", encode_npz(updated))
         inputs = _array_entries(arrays)
         for name, entry in inputs.items():
             if input_specs and input_specs.get(name):
@@ -484,8 +561,7 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
             "format": FORMAT, "id": case_id, "kind": "model", "graph": copied.find()[0].name,
             "profile": profile, "versions": versions(), "command": command, "engine":
             computed.engine, "inputs": inputs, "params": _array_entries(params),
-            "outputs": {name: {**entry, "tolerance": tolerance}
-                        for name, entry in _array_entries(computed.outputs).items()},
+            "outputs": _output_entries(computed, tolerance),
             "updated": _array_entries(updated),
             "packs": {"inputs": _packs(arrays), "outputs": _packs(computed.outputs)},
         }

@@ -2,7 +2,9 @@
 
 docs/golden.md ("Tolerances") is the reference; this module is its implementation, shared by
 `refinterp golden` and the harness. A tolerance is stated per output and per back-end dtype
-(float64 and float32): `(ulp, rtol, atol)`.
+(float64 and float32): `(ulp, rtol, atol)`. Where a case also has error magnitudes m per element
+(bounds.npz, golden.magnitudes), `allowed_errors` gives each analysed element its own allowance,
+max(K·u_d·m, the class's floor), which replaces atol + rtol·|e| there (`within(..., allowed)`).
 
 The rule, element by element, for a real output (expected value e from the golden file,
 float64; actual value a from the back end, in its own dtype d: float64, float32, float16 or
@@ -47,6 +49,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from refinterp.numeric.error_bounds import SAFETY
 
 CLASSES = ("exact", "arithmetic", "transcendental", "reduction")
 STORED_DTYPES = ("float64", "float32")  # the bounds a case's manifest states
@@ -100,14 +104,28 @@ def bounds(klass: str, length: int = 1, magnitude: float = 1.0,
 # The safety factor K of the per-element rule |a - e| <= K * u_d * m (u_d = eps_d / 2, m the
 # error magnitude of the element): 2 covers the second-order terms of the first-order running
 # error analysis while n * u_d stays small (docs/golden.md "Per-element error bounds").
-MAGNITUDE_FACTOR = 2.0
+MAGNITUDE_FACTOR = SAFETY
 
 
-def allowed_errors(magnitude: Any, dtype: str) -> np.ndarray:
-    """The per-element absolute error a back end computing in `dtype` (a name of `EPS`) is
-    allowed, from a case's error magnitudes m: `MAGNITUDE_FACTOR * (eps_d / 2) * m`; NaN where
-    m is NaN (no analysis for that element: the class bound applies)."""
+def magnitude_errors(magnitude: Any, dtype: str) -> np.ndarray:
+    """K·u_d·m: what the error magnitudes m allow a back end computing in `dtype` (a name of
+    `EPS`), u_d = eps_d / 2; NaN where m is NaN."""
     return MAGNITUDE_FACTOR * (EPS[dtype] / 2) * np.asarray(magnitude, np.float64)
+
+
+def allowed_errors(magnitude: Any, expected: Any, tolerance: dict[str, Any],
+                   dtype: str) -> np.ndarray:
+    """The per-element absolute error a back end computing in `dtype` is allowed where a case
+    has error magnitudes m (docs/golden.md "Tolerances"): the larger of K·u_d·m and the
+    class's floor — its atol and rtol·|e| with the inputs' magnitude A taken as 1, so that no
+    allowance ever grows with the inputs' magnitude, while implementations whose libm or
+    formulas differ within the class's promise (4 ULPs and 4·eps_d for libm functions, 2·n·eps_d
+    for n-term sums) still pass. NaN where m is NaN (the class rule then applies whole)."""
+    floor = bounds(tolerance["class"], tolerance.get("reduction_length", 1), 1.0, (dtype,))[dtype]
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.fmax(magnitude_errors(magnitude, dtype),
+                       floor.atol + floor.rtol * np.abs(np.asarray(expected, np.float64))) \
+            + np.where(np.isnan(np.asarray(magnitude, np.float64)), np.nan, 0.0)
 
 
 def bound_of(tolerance: dict[str, Any], dtype: str) -> Bound:

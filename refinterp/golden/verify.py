@@ -11,7 +11,8 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
-from refinterp.golden.build import Computed, case_folders, compute, relative_to_graph, sha256
+from refinterp.golden.build import (Computed, case_folders, compute, kept_magnitudes,
+                                    relative_to_graph, sha256)
 from refinterp.golden.layouts import check_layouts
 from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.golden.tolerance import Bound, within
@@ -108,6 +109,11 @@ def drift(folder: Path, case: dict[str, Any], computed: Computed,
     problems = _section_drift("output", computed.outputs,
                               case_arrays(folder, "outputs", max_input_size),
                               case.get("outputs", {}))
+    outputs = case.get("outputs", {})
+    if outputs:  # one tolerance per case: its outputs share class, length and magnitude
+        kept_magnitudes(computed, next(iter(outputs.values()))["tolerance"])
+    problems += _section_drift("error magnitude", computed.magnitudes,
+                               case_arrays(folder, "bounds", max_input_size), {})
     updated = relative_to_graph(api.load(folder / "model.sknd"), computed.updated)
     problems += _section_drift("updated variable", updated,
                                case_arrays(folder, "updated", max_input_size),

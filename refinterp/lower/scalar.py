@@ -241,11 +241,6 @@ class FormulaRunner(ExprVisitor[Compiled]):
         node = formula.node
         counted = self.compile_counted()
 
-        def combine(current: Any, value: Value) -> Value:
-            if op in ("=", ":="):
-                return value
-            return self.numeric(node, rules.binary, UPDATE_OPS[op], current, value)
-
         def update(cells: list[tuple[Any, tuple]], value: Value, frame: Frame, what: str) -> None:
             """Update several cells as one unit: every new value is computed from the old ones
             before any is written (§2.12 packed assignment; `:` positions)."""
@@ -261,10 +256,10 @@ class FormulaRunner(ExprVisitor[Compiled]):
             results = []
             for (array, position), single in zip(cells, values):
                 self.check_position(node, formula.output, array, position, frame)
-                results.append(self.checked(node, combine(_python(array[position], dtype),
-                                                          single), dtype, frame))
+                results.append(self.checked(node, self.combine(node, op, array, position,
+                                                               single, dtype), dtype, frame))
             for (array, position), result in zip(cells, results):
-                array[position] = result
+                self.put(array, position, result)
 
         def store(frame: Frame, value: Value) -> None:
             if item is not None:
@@ -319,6 +314,20 @@ class FormulaRunner(ExprVisitor[Compiled]):
                     f"above its bound {counted.bound}", node.span,
                     _failure(node, "", frame).notes, code="E0501")
         return check
+
+    def combine(self, node: ast.Node, op: str, array: Any, position: tuple, value: Value,
+                dtype: str) -> Value:
+        """The new value of the output cell `array[position]` (of kind `dtype`) updated by `op`
+        with `value`: the value itself for `=` and `:=`, else the cell combined with it."""
+        if op in ("=", ":="):
+            return value
+        return self.numeric(node, rules.binary, UPDATE_OPS[op], _python(array[position], dtype),
+                            value)
+
+    def put(self, array: Any, position: tuple, value: Value) -> None:
+        """Write a checked new value into an output cell (a hook: the bounds engine,
+        refinterp.lower.bounds, also writes its error magnitude)."""
+        array[position] = value
 
     def checked(self, node: ast.Node, value: Value, dtype: str, frame: Frame) -> Value:
         """The value converted to the output type; an int outside int64 is a diagnostic."""
@@ -648,13 +657,13 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 if mapped is not None:
                     raise self.fail(node, "a pack index without '..' cannot index a whole pack "
                                           "of tensors (select an item: 'xs[k][...]')", frame)
-                return tuple(_python(self.read(node, name, a, position, frame), kind_of(a))
+                return tuple(self.value_at(node, name, a, position, frame)
                              for a in target)
             if FULL in position:  # `x[i, :]`: the pack of values along the ':' dimensions
                 if mapped is not None:
                     raise self.fail(node, "':' and a pack index without '..' in one access "
                                           "would make a pack of packs", frame)
-                return tuple(_python(self.read(node, name, target, p, frame), kind_of(target))
+                return tuple(self.value_at(node, name, target, p, frame)
                              for p in _expand_full(position, target.shape))
             if mapped is not None:  # `x[i, p]`, p a pack: the access mapped over p (§2.4)
                 if mapped and len(mapped[0]) != target.ndim:
@@ -664,10 +673,15 @@ class FormulaRunner(ExprVisitor[Compiled]):
                                             "the pack, one index per item; 'p..' spreads it "
                                             "over several dimensions")
                     raise diagnostic
-                return tuple(_python(self.read(node, name, target, p, frame), kind_of(target))
+                return tuple(self.value_at(node, name, target, p, frame)
                              for p in mapped)
-            return _python(self.read(node, name, target, position, frame), kind_of(target))
+            return self.value_at(node, name, target, position, frame)
         return access
+
+    def value_at(self, node: ast.Node, name: str, array: Any, position: tuple, frame: Frame
+                 ) -> Value:
+        """The element of tensor `name` (the array `array`) at `position`, as a Python value."""
+        return _python(self.read(node, name, array, position, frame), kind_of(array))
 
     def read(self, node: ast.Node, name: str, array: Any, position: tuple, frame: Frame) -> Any:
         self.check_position(node, name, array, position, frame)
