@@ -28,10 +28,9 @@ import pytest
 
 from refinterp import io
 from refinterp.cli import main
-from refinterp.core import source as source_module
+from refinterp.core import files
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.core.files import read_chunks
-from refinterp.core.source import SourceFile
 
 MODEL = """import nn;
 graph G {
@@ -417,8 +416,8 @@ def test_an_npy_file_above_the_input_size_limit(tmp_path: Path) -> None:
 def test_a_source_file_above_its_limit_is_refused(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "m.sknd"
     path.write_text(MODEL)
-    monkeypatch.setattr(source_module, "MAX_SOURCE_BYTES", 20)
-    diag = diagnostic_of(SourceFile.read, path)
+    monkeypatch.setattr(files, "MAX_SOURCE_BYTES", 20)
+    diag = diagnostic_of(files.read_source, path)
     assert diag.code == "E0800" and "larger than 20 bytes" in diag.message
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from refinterp.core.files import read_source
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
 from refinterp.lower import codegen
@@ -18,7 +19,7 @@ from refinterp.syntax import parse_module
 
 CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"
 LOWERED = [(path, d) for path in sorted(CORPUS.glob("*.sknd"))
-           for d in parse_module(SourceFile.read(path)).module.definitions
+           for d in parse_module(read_source(path)).module.definitions
            if d.block("lower") is not None]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from refinterp.core.files import read_source
 from refinterp import api
 from refinterp.cli import main
 from refinterp.core import cache as cache_module
@@ -241,7 +242,7 @@ def test_every_module_round_trips(path: str, tmp_path: Path) -> None:
     """parse → store → load gives an equal tree, with the same spans, for every bundled
     module and every file of the spec corpus (its definitions' blocks all read from the
     entry: none parsed again)."""
-    source = SourceFile.read(path)
+    source = read_source(path)
     tree = modules.parse_module(source).module
     cache = cache_module.DiskCache("parsed", "f" * 64, root=tmp_path)
     cache.store(source.text, *modules._stored_form(tree, source))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from refinterp.core.files import read_source
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.core.source import SourceFile
 from refinterp.syntax import ast, parse_expression, parse_module
@@ -28,7 +29,7 @@ def test_expression_round_trip(tree) -> None:
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_corpus_round_trip_and_idempotence(path: Path) -> None:
-    tree = parse_module(SourceFile.read(path)).module
+    tree = parse_module(read_source(path)).module
     text = format_module(tree)
     again = parse_module(SourceFile("printed", text)).module
     assert again == tree

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from refinterp.core.diagnostics import FileDiagnostic
+from refinterp.core.source import SourceFile
 
 # The file that marks a folder refinterp made (a case folder being built, an old one set aside).
 MADE_MARKER = ".refinterp-made"
@@ -157,6 +158,18 @@ def read_chunks(path: str | Path, what: str, limit: int,
                 raise _cannot_read(what, path, f"larger than {_size(limit)} (the limit for "
                                                f"{what})")
             yield data
+
+
+MAX_SOURCE_BYTES = 64 * 2**20  # the largest SkriptND source file read
+
+
+def read_source(path: str | Path, what: str = "source file") -> SourceFile:
+    """A SkriptND source file read as UTF-8, without a leading byte-order mark (undecodable
+    bytes are replaced, never fatal): only a regular file of at most `MAX_SOURCE_BYTES`
+    (`read_bytes`: a FIFO, a device or a longer file is a FileDiagnostic, E0800, `what` naming
+    the file's role)."""
+    data = read_bytes(path, what, MAX_SOURCE_BYTES)
+    return SourceFile(str(path), data.decode("utf-8-sig", errors="replace"))
 
 
 def _size(count: int) -> str:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 # The largest source file read (docs/limits.md): a module of a few hundred thousand lines; what
 # a model file holds is kilobytes (AlexNet's main.sknd is a few hundred lines).
-MAX_SOURCE_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -27,17 +26,6 @@ class SourceFile:
             starts.append(index + 1)
             index = find("\n", index + 1)
         object.__setattr__(self, "line_starts", tuple(starts))
-
-    @classmethod
-    def read(cls, path: str | Path, what: str = "source file") -> "SourceFile":
-        """Read a file as UTF-8, without a leading byte-order mark (undecodable bytes are
-        replaced, never fatal). Only a regular file of at most `MAX_SOURCE_BYTES` is read
-        (`core.files.read_bytes`: a FIFO, a device or a longer file is a FileDiagnostic,
-        E0800, `what` naming the file's role)."""
-        from refinterp.core.files import read_bytes  # core.files imports this module
-
-        data = read_bytes(path, what, MAX_SOURCE_BYTES)
-        return cls(str(path), data.decode("utf-8-sig", errors="replace"))
 
     def line_text(self, line: int) -> str:
         """The text of 1-based line `line`, without its newline."""

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from refinterp.core.diagnostics import FileDiagnostic, GoldenDiagnostic
-from refinterp.core.files import safe_component
+from refinterp.core.files import read_source, safe_component
 from refinterp.core.source import SourceFile, Span
 from refinterp.golden.layouts import KINDS as LAYOUT_KINDS
 from refinterp.golden.tolerance import CLASSES
@@ -51,7 +51,7 @@ def table_span(path: str | Path, kind: str = "", number: int = 0, text: str = ""
     """The span of a table's line: the `number`-th (1-based) `[[kind]]` header, else the
     first line containing `text`, else line 1; None if the file cannot be read."""
     try:
-        source = SourceFile.read(path)
+        source = read_source(path)
     except (OSError, FileDiagnostic):  # not a regular file, too large
         return None
     offset = 0
@@ -180,7 +180,7 @@ def read_table(path: str | Path) -> list[CaseSpec]:
         raise TableError(f"cannot read the case table '{path}': {error}") from None
     except tomllib.TOMLDecodeError as error:
         where = re.search(r"line (\d+), column (\d+)", str(error))
-        source = SourceFile.read(path)
+        source = read_source(path)
         if where:
             line, col = int(where.group(1)), int(where.group(2))
         else:  # "at end of document"

@@ -21,7 +21,7 @@ from refinterp.io import (MAX_INPUT_SIZE, MAX_JSON_BYTES, encode_npy, flatten_pa
 from refinterp.numeric.representation import kind_of
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.core.files import read_chunks, read_text
-from refinterp.core.source import MAX_SOURCE_BYTES
+from refinterp.core.files import MAX_SOURCE_BYTES
 
 
 @dataclass

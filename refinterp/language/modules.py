@@ -21,6 +21,7 @@ from pathlib import Path
 import refinterp
 from refinterp.core import source as source_module
 from refinterp.core.cache import BoundedCache, DiskCache, Entry, Part
+from refinterp.core import files
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
 from refinterp.core.source import SourceFile, Span
 from refinterp.syntax import ast, serial
@@ -79,9 +80,9 @@ def resolve_main(path: str | Path) -> Path:
 
 def read_source(path: Path) -> SourceFile:
     """Read a source file; an unreadable file is a diagnostic, not a crash (a FIFO, a device
-    or a file above `core.source.MAX_SOURCE_BYTES` too: E0800, unread)."""
+    or a file above `core.files.MAX_SOURCE_BYTES` too: E0800, unread)."""
     try:
-        return SourceFile.read(path)
+        return files.read_source(path)
     except OSError as exc:
         raise ModuleDiagnostic(f"cannot read '{path}': {exc.strerror or exc}") from None
 

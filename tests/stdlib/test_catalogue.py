@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from refinterp.core.files import read_source
 from refinterp.run.intrinsics import lookup
 from refinterp.language.modules import STDLIB_DIR
 from refinterp.core.source import SourceFile
@@ -69,7 +70,7 @@ CASES = [(module, name) for module, names in CATALOGUE.items() for name in names
 @functools.cache
 def definitions(module: str) -> dict:
     path = STDLIB_DIR / f"{module}.sknd"
-    tree = parse_module(SourceFile.read(path)).module
+    tree = parse_module(read_source(path)).module
     return {d.name: d for d in tree.definitions}
 
 
