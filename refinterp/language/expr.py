@@ -330,7 +330,10 @@ class Evaluator(ExprVisitor[Value]):
                      for p in (item.start, item.stop, item.step)]
             if NULL in parts:
                 return NULL  # type: ignore[return-value]
-            start, stop, step = parts
+            # int(inf) and int(-inf) lie beyond every position: clipped like any bound out of
+            # range (a step beyond the length takes the first position only)
+            start, stop, step = (p if not isinstance(p, rules.IntInfinity) else p.sign * (length + 1)
+                                 for p in parts)
             if step == 0:
                 raise self.fail(item.step or item, "a slice step must not be 0")
             # §2.4: omitted bounds run over the whole pack in the step's direction; explicit

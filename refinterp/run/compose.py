@@ -222,6 +222,14 @@ class Executor:
             if name not in scope.tensors:
                 raise ComposeDiagnostic(f"the @compose block never assigns output '{name}'",
                                         instance.definition.block("compose").span)
+            if scope.tensors[name] is NULL:  # an absent optional value (`y = o;`, o omitted)
+                if _declared_optional(instance.definition, name):
+                    continue  # an optional output may be absent: the result omits it
+                raise ComposeDiagnostic(
+                    f"output '{name}' is composed as null (an absent optional value) but is "
+                    f"not declared optional", declaration_span(instance.definition, name),
+                    ["resolve the optional value (`o ?? default`), or declare the output "
+                     "`optional`"])
             outputs[name] = self.check_output(name, info, scope.tensors[name], instance)
         self.update(instance, scope, variables, path)
         return outputs
@@ -799,3 +807,10 @@ class Executor:
             self.depth -= 1
             del self.running[self.depth:]
         return list(outputs.values())
+
+
+def _declared_optional(definition: ast.OperatorDef, name: str) -> bool:
+    """Whether output `name` of `definition` is declared `optional`."""
+    block = definition.block("output")
+    return any(decl.name == name and decl.type.optional for decl in (block.entries if block
+                                                                     else ()))
