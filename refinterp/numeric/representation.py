@@ -94,12 +94,18 @@ def format_bytes(size: int) -> str:
     return f"{size} bytes" + (f" ({size / unit[0]:.3g} {unit[1]})" if unit else "")
 
 
+MAX_RANK = 64  # the most axes a NumPy array can have
+
+
 def check_tensor_size(kind: str, shape: Sequence[int | None], limit: int, what: str,
                       span: Span | None = None) -> None:
     """Raise E1200 when a tensor would take more than `limit` bytes: checked before the tensor
     is made. An empty tensor counts as if its zero extents were 1 (NumPy refuses an empty
     array whose other extents are too large, too). A shape with an unknown (None) or invalid
     extent is not checked here."""
+    if len(shape) > MAX_RANK:
+        raise Diagnostic(f"{what} has rank {len(shape)}; refinterp holds tensors of rank at "
+                         f"most {MAX_RANK} (NumPy's limit)", span, code="E1200")
     if any(not isinstance(extent, int) or extent < 0 for extent in shape):
         return
     size = tensor_bytes(kind, [extent or 1 for extent in shape])  # type: ignore[misc]

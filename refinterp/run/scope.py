@@ -89,31 +89,18 @@ def _reads(component: ast.Component) -> set[str]:
     return free_names(component.value) | (inside - plain)
 
 
-class _ValueNames(ExprVisitor[None]):
-    """Adds to `names` the names an expression uses as values: not as the base of `.shape` /
-    `.rank` / `.size`, nor under the null test `?x`."""
-
-    def visit_Name(self, node: ast.Name, names: set[str]) -> None:
-        names.add(node.name)
-
-    def visit_Member(self, node: ast.Member, names: set[str]) -> None:
-        pass
-
-    def visit_Unary(self, node: ast.Unary, names: set[str]) -> None:
-        if node.op != "?":  # `?x` asks whether x is given
-            self.visit(node.operand, names)
-
-    def generic_visit(self, node: ast.Node, names: set[str]) -> None:
-        for child in children(node):
-            self.visit(child, names)
-
-
-_VALUE_NAMES = _ValueNames()
-
-
 def value_names(node: object) -> set[str]:
-    """Names an expression (a node, or a tuple of them) uses as values (`_ValueNames`)."""
+    """Names an expression (a node, or a tuple of them) uses as values: not as the base of
+    `.shape` / `.rank` / `.size`, nor under the null test `?x`. Iterative, so that a chain of
+    any length (`x + x + ... + x`) is read without recursion."""
     names: set[str] = set()
-    for item in nodes(node):
-        _VALUE_NAMES.visit(item, names)
+    stack = list(nodes(node))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Name):
+            names.add(item.name)
+        elif isinstance(item, ast.Member) or (isinstance(item, ast.Unary) and item.op == "?"):
+            continue  # `x.shape` reads no value of x; `?x` asks whether x is given
+        else:
+            stack.extend(children(item))
     return names

@@ -1,0 +1,39 @@
+"""Programs and inputs that once ended in an internal error (a traceback, exit 3) end in a
+positioned diagnostic: a 100,000-term flat chain and a 10,000-deep `**` chain inside `@compose`
+(a RecursionError reading the names they use), and an input of rank 100 (NumPy's ValueError)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from refinterp.cli import main
+
+GRAPH = """graph G {{
+ @input {{ x: real[2]; }}
+ @output {{ y: real[2]; }}
+ @compose {{ y = {value}; }}
+}}
+"""
+
+
+@pytest.mark.parametrize("value", [" + ".join(["x"] * 100_000), "x" + " ** x" * 10_000])
+@pytest.mark.parametrize("command", ["eval", "shapes"])
+def test_long_chains_in_compose_are_diagnostics(tmp_path: Path, capsys, value: str,
+                                                command: str) -> None:
+    path = tmp_path / "g.sknd"
+    path.write_text(GRAPH.format(value=value))
+    extra = ["--input", "x=[1.0, 2.0]"] if command == "eval" else []
+    assert main([command, str(path), *extra]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:4:17: error: tensor arithmetic must be written as operator "
+                          f"invocations [E0600]")
+
+
+def test_an_input_of_rank_100_is_a_diagnostic(capsys) -> None:
+    shape = ",".join(["1"] * 100)
+    assert main(["eval", "--op", "math.neg", "--random", f"x=real[{shape}]"]) == 1
+    err = capsys.readouterr().err
+    assert "input 'x' has rank 100; refinterp holds tensors of rank at most 64" in err
+    assert "[E1200]" in err and "internal error" not in err
