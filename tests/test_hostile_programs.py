@@ -37,3 +37,29 @@ def test_an_input_of_rank_100_is_a_diagnostic(capsys) -> None:
     err = capsys.readouterr().err
     assert "input 'x' has rank 100; refinterp holds tensors of rank at most 64" in err
     assert "[E1200]" in err and "internal error" not in err
+
+
+TABLE = """module = "math"
+[classes]
+neg = "exact"
+[[case]]
+op = "neg"
+name = "c"
+inputs = {{ x = {spec} }}
+"""
+
+
+@pytest.mark.parametrize("spec, message", [
+    ('"real[100000000000]"', "above the tensor size limit"),
+    ('{ type = "int[2]", range = [0, 100000000000000000000] }', "within int64's range"),
+    ('{ type = "real[2]", range = [1e400, 2] }', "two finite numbers"),
+    ('{ type = "real[2]", range = 3 }', "two finite numbers")])
+def test_case_tables_beyond_the_limits_are_table_errors(tmp_path: Path, capsys, spec: str,
+                                                        message: str) -> None:
+    """Was a MemoryError ("out of memory", unpositioned) or an OverflowError."""
+    table = tmp_path / "t.toml"
+    table.write_text(TABLE.format(spec=spec))
+    assert main(["golden", "build", str(table), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{table}:4:1: error: case #1 (neg/c): input 'x'")
+    assert message in err and "[E1100]" in err

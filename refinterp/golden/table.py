@@ -14,6 +14,7 @@ is the suite author's input: it gets a diagnostic, never a traceback).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -22,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.core.diagnostics import FileDiagnostic, GoldenDiagnostic
+from refinterp.core.diagnostics import Diagnostic, FileDiagnostic, GoldenDiagnostic
 from refinterp.core.files import read_source, safe_component
 from refinterp.core.source import SourceFile, Span
 from refinterp.golden.layouts import KINDS as LAYOUT_KINDS
 from refinterp.golden.tolerance import CLASSES
+from refinterp.numeric.representation import MAX_TENSOR_SIZE, check_tensor_size
 
 DTYPES = ("real", "int", "bool")
 TYPE_PATTERN = re.compile(r"^\s*(real|int|bool)\s*\[\s*([0-9,\s]*)\]\s*$")
@@ -322,7 +324,16 @@ class _Reader:
                                    f"real|int|bool[extents]")
         dtype = match.group(1)
         shape = tuple(int(x) for x in match.group(2).replace(" ", "").split(",") if x)
-        low, high = spec.get("range", domain if dtype == "real" else [-8, 8])
+        try:  # before anything is drawn: an extent of 10^11 is a diagnostic, not a MemoryError
+            check_tensor_size(dtype, shape, MAX_TENSOR_SIZE, f"input '{name}'")
+        except Diagnostic as error:
+            raise self.fail(where, error.message) from None
+        bounds = spec.get("range", domain if dtype == "real" else [-8, 8])
+        low, high = bounds if isinstance(bounds, list) and len(bounds) == 2 else (None, None)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and
+                   math.isfinite(v) and abs(v) < 2.0 ** 63 for v in (low, high)) or low > high:
+            raise self.fail(where, f"input '{name}': range {bounds!r} must be two finite "
+                                   f"numbers low <= high within int64's range")
         seed = int(spec.get("seed", derived_seed(case_id, name)))
         if "values" in spec:
             values = _real_values(spec["values"]) if dtype == "real" else spec["values"]
