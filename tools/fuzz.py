@@ -1029,11 +1029,11 @@ def _fmt_oracle(argv: list[str]) -> None:
     """After `fmt FILE` exited 0: every comment must survive, and the output must be canonical
     (fmt of it prints it unchanged). Complaints go to oracle.txt."""
     from refinterp.api import format_file
-    from refinterp.core.source import SourceFile
+    from refinterp.core.files import read_source
 
     target = Path(argv[-1])
     target = target / "main.sknd" if target.is_dir() else target
-    original = SourceFile.read(target).text
+    original = read_source(target).text
     printed = Path("stdout.txt").read_text(encoding="utf-8", errors="replace")
     complaints = []
     lost = [c for c in comments(original) if c not in printed]
