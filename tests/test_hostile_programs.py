@@ -63,3 +63,17 @@ def test_case_tables_beyond_the_limits_are_table_errors(tmp_path: Path, capsys, 
     err = capsys.readouterr().err
     assert err.startswith(f"{table}:4:1: error: case #1 (neg/c): input 'x'")
     assert message in err and "[E1100]" in err
+
+
+def test_a_golden_view_beyond_int64_is_a_problem_of_the_case(tmp_path: Path, capsys) -> None:
+    """Was an OverflowError (internal error) in `golden verify` and `check`."""
+    from testsupport.small_suites import copy_suite, rewrite_case
+
+    case_id = "nx.reshape/rank3_to_rank2@view-flipped"
+    root = Path(__file__).resolve().parent.parent / "golden" / "nx"
+    suite = copy_suite(root, [case_id], tmp_path / "suite")
+    rewrite_case(suite, case_id, lambda data: data["inputs"]["t"]["view"].update(offset=2**70))
+    assert main(["golden", "verify", str(suite)]) == 1
+    assert "within int64's range" in capsys.readouterr().err
+    assert main(["check", str(suite), "--backend", "refinterp:auto"]) == 1
+    assert "1 broken" in capsys.readouterr().out

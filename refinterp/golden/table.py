@@ -334,12 +334,14 @@ class _Reader:
                    math.isfinite(v) and abs(v) < 2.0 ** 63 for v in (low, high)) or low > high:
             raise self.fail(where, f"input '{name}': range {bounds!r} must be two finite "
                                    f"numbers low <= high within int64's range")
-        seed = int(spec.get("seed", derived_seed(case_id, name)))
+        seed = spec.get("seed", derived_seed(case_id, name))
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise self.fail(where, f"input '{name}': seed {seed!r} is not an int >= 0")
         if "values" in spec:
-            values = _real_values(spec["values"]) if dtype == "real" else spec["values"]
             try:
+                values = _real_values(spec["values"]) if dtype == "real" else spec["values"]
                 _array(values, dtype, shape)
-            except (ValueError, TypeError) as error:
+            except (ValueError, TypeError, OverflowError) as error:
                 raise self.fail(where, f"input '{name}': values do not fit {spec['type']}: "
                                        f"{error}") from None
             return InputSpec(dtype, shape, "values", values=values)
@@ -347,6 +349,9 @@ class _Reader:
         if generator not in ("uniform", "bool", "special"):
             raise self.fail(where, f"input '{name}': generator {generator!r} is none of "
                                    f"uniform, bool, special")
+        if dtype == "int" and generator == "uniform" and int(low) >= int(high):
+            raise self.fail(where, f"input '{name}': range {bounds!r} holds no int to draw "
+                                   f"(ints are drawn from [low, high))")
         return InputSpec(dtype, shape, generator, float(low), float(high), seed=seed)
 
     # ---------------------------------------------------------------- families

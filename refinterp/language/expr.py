@@ -172,6 +172,11 @@ class Evaluator(ExprVisitor[Value]):
         step = self.eval(item.step) if item.step is not None else 1
         if NULL in (start, stop, step):
             return NULL
+        for part, value in ((item.start, start), (item.stop, stop), (item.step, step)):
+            if isinstance(value, rules.IntInfinity):
+                raise self.fail(part or item, f"a range cannot run from, to or by {value}; "
+                                              f"it only marks extreme values (for comparisons, "
+                                              f"minimum and maximum)")
         if step == 0:
             raise self.fail(item.step or item, "a range stride must not be 0")
         produced = range(start, stop, step)
@@ -352,9 +357,11 @@ class Evaluator(ExprVisitor[Value]):
         return self.position(item, index, length)
 
     def position(self, node: ast.Node, index: int, length: int) -> int:
-        """§2.4: negative indices count from the end; out of range is an error."""
-        position = index + length if index < 0 else index
-        if not 0 <= position < length:
+        """§2.4: negative indices count from the end; out of range is an error (int(inf) and
+        int(-inf) always are)."""
+        infinite = isinstance(index, rules.IntInfinity)
+        position = index + length if index < 0 and not infinite else index
+        if infinite or not 0 <= position < length:
             raise self.fail(node, f"index {index} is out of range for length {length}")
         return position
 

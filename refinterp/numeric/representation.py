@@ -88,10 +88,30 @@ def tensor_bytes(kind: str, shape: Sequence[int]) -> int:
 
 
 def format_bytes(size: int) -> str:
-    """`80000000000 bytes (74.5 GiB)`; small sizes as bytes only."""
+    """`80000000000 bytes (74.5 GiB)`; small sizes as bytes only. A size too long to read (an
+    extent computed at compile time has no bound) is rounded: `about 8e+100000 bytes`."""
+    if size.bit_length() > 100:
+        return f"about {_scientific(size)} bytes"
     units = [(2 ** 40, "TiB"), (2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")]
     unit = next(((scale, name) for scale, name in units if size >= scale), None)
     return f"{size} bytes" + (f" ({size / unit[0]:.3g} {unit[1]})" if unit else "")
+
+
+def format_extent(extent: int) -> str:
+    """An extent or count for a message: its digits, or rounded when too long to read
+    (`about 1e+100000`)."""
+    if isinstance(extent, int) and extent.bit_length() > 100:
+        return f"{'-' if extent < 0 else ''}about {_scientific(abs(extent))}"
+    return str(extent)
+
+
+def _scientific(number: int) -> str:
+    """A positive int of any size to 3 significant digits, `8e+100000`, without converting it
+    to a float (which overflows) or to all its digits (slow, and limited by Python)."""
+    shift = max(0, number.bit_length() - 64)  # the leading 64 bits give the digits
+    exponent = math.log10(number >> shift) + shift * math.log10(2)
+    power = math.floor(exponent)
+    return f"{10 ** (exponent - power):.3g}e+{power}"
 
 
 MAX_RANK = 64  # the most axes a NumPy array can have
@@ -111,9 +131,9 @@ def check_tensor_size(kind: str, shape: Sequence[int | None], limit: int, what: 
     size = tensor_bytes(kind, [extent or 1 for extent in shape])  # type: ignore[misc]
     if size > limit:
         empty = " were it not empty" if 0 in shape else ""
-        raise Diagnostic(f"{what} ({kind}[{', '.join(map(str, shape))}]) would take "
-                         f"{format_bytes(size)}{empty}, above the tensor size limit of "
-                         f"{format_bytes(limit)}", span,
+        extents = ", ".join(map(format_extent, shape))
+        raise Diagnostic(f"{what} ({kind}[{extents}]) would take {format_bytes(size)}{empty}, "
+                         f"above the tensor size limit of {format_bytes(limit)}", span,
                          [limit_note("--max-tensor-size")], code="E1200")
 
 

@@ -483,4 +483,9 @@ def from_json(data: Any) -> View:
     if mask is not None and (not isinstance(mask, list) or
                              not all(isinstance(p, list) for p in mask)):
         raise InvalidArgument("a view's 'mask' must be null or a list of [start, end] pairs")
+    numbers = [*data["shape"], *data["strides"], data.get("offset", 0),
+               *(x for pair in mask or () for x in pair)]
+    if any(isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63
+           for x in numbers):  # an address beyond int64 is no address
+        raise InvalidArgument("a view's numbers must lie within int64's range")
     return create(data["shape"], data["strides"], data.get("offset", 0), mask)
