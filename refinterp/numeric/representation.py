@@ -87,10 +87,13 @@ def tensor_bytes(kind: str, shape: Sequence[int]) -> int:
     return math.prod(shape) * np.dtype(NUMPY_DTYPES[kind]).itemsize
 
 
+EXACT_BITS = 1000  # an int of more bits (301 digits) is rounded in messages; a float holds it
+
+
 def format_bytes(size: int) -> str:
     """`80000000000 bytes (74.5 GiB)`; small sizes as bytes only. A size too long to read (an
     extent computed at compile time has no bound) is rounded: `about 8e+100000 bytes`."""
-    if size.bit_length() > 100:
+    if size.bit_length() > EXACT_BITS:
         return f"about {_scientific(size)} bytes"
     units = [(2 ** 40, "TiB"), (2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")]
     unit = next(((scale, name) for scale, name in units if size >= scale), None)
@@ -100,7 +103,7 @@ def format_bytes(size: int) -> str:
 def format_extent(extent: int) -> str:
     """An extent or count for a message: its digits, or rounded when too long to read
     (`about 1e+100000`)."""
-    if isinstance(extent, int) and extent.bit_length() > 100:
+    if isinstance(extent, int) and extent.bit_length() > EXACT_BITS:
         return f"{'-' if extent < 0 else ''}about {_scientific(abs(extent))}"
     return str(extent)
 
@@ -111,7 +114,8 @@ def _scientific(number: int) -> str:
     shift = max(0, number.bit_length() - 64)  # the leading 64 bits give the digits
     exponent = math.log10(number >> shift) + shift * math.log10(2)
     power = math.floor(exponent)
-    return f"{10 ** (exponent - power):.3g}e+{power}"
+    mantissa = f"{10 ** (exponent - power):.3g}"
+    return f"1e+{power + 1}" if mantissa == "10" else f"{mantissa}e+{power}"
 
 
 MAX_RANK = 64  # the most axes a NumPy array can have
