@@ -4,18 +4,19 @@
 Usage: python3 tools/fuzz.py --cases N [--seed S] [-j N] [--timeout SECONDS] [--memory GB]
                              [--family NAME]... [--keep DIR] [--only INDEX]... [--subprocess]
 
-Issue 15 ("Also"): program text (corpus and stdlib files with flipped bytes, truncated, tokens
-deleted, duplicated or swapped, 600-term chains, huge literals and extents, deep nesting),
-expressions for `refinterp expr`, damaged `.npz`, `.npy` and `.dat` files, odd command-line
-values, damaged golden case folders and damaged `check` reports, run through parse, fmt, expr,
-ops, describe, shapes, eval, golden show/verify and check --merge. Families: program, expr,
-options, data, golden, merge.
+Program text (corpus and stdlib files with flipped bytes, truncated, tokens deleted,
+duplicated or swapped, chains of up to 30,000 terms, huge literals and extents, int(inf),
+deep nesting, absent optional inputs composed), expressions for `refinterp expr`, damaged
+`.npz`, `.npy` and `.dat` files, odd command-line values, damaged golden case folders, case
+tables with odd values and damaged `check` reports, run through parse, fmt, expr, ops,
+describe, shapes, eval, golden show/verify/build and check --merge. Families: program, expr,
+options, data, golden, table, merge.
 
 Each case is run by `refinterp.cli.main` in a child process (forked from this warm process, or a
 fresh interpreter with --subprocess), in its own folder, with a time limit (the child dumps its
 stack just before the limit) and an address-space limit, and classified:
 
-    ok            exit 0
+    ok            exit 0 (or `check`'s 4: no case ran, docs/harness.md)
     diagnostic    exit 1 (a diagnostic about a program has a file:line:col position; one about
                   a damaged file names the file)
     usage         exit 2
@@ -69,7 +70,8 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 CLASSES = ("ok", "diagnostic", "usage", "internal", "hang", "unpositioned", "fmt-unsound")
 FAILING = ("internal", "hang", "unpositioned", "fmt-unsound")
-FAMILIES = {"program": 30, "expr": 15, "options": 20, "data": 17, "golden": 10, "merge": 8}
+FAMILIES = {"program": 30, "expr": 15, "options": 20, "data": 17, "golden": 10, "table": 6,
+            "merge": 8}
 WORK_MARK = ".refinterp-fuzz"
 LONG_ARGUMENT = 200  # longer arguments are written to argN.txt and shown as "$(cat argN.txt)"
 GRACE = 1.5          # seconds between the child's stack dump and the kill
@@ -176,7 +178,8 @@ TOKEN_RE = re.compile(
       |\+=|\*=|&=|\|=|:=|&&|\|\||\?\?|\*\*|.""", re.VERBOSE | re.DOTALL)
 COMMENT_RE = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(\#[^\n]*)""")
 HUGE_EXTENTS = ("99999999999999999999", str(2 ** 63), str(2 ** 64), "4294967296",
-                "100000, 100000", "1000000000", "-1", "0", "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1")
+                "100000, 100000", "1000000000", "-1", "0", "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1",
+                "10 ** 100000", "int(inf)", "int(-inf)", ", ".join(["1"] * 100))
 
 
 def split_tokens(text: str) -> list[str]:
@@ -189,19 +192,21 @@ def comments(text: str) -> list[str]:
 
 
 def chain(rng: random.Random, terms: int = 600) -> str:
-    """A long flat chain such as `1 + 1 + ... + 1`."""
+    """A long chain such as `1 + 1 + ... + 1` (flat), `1 ** 1 ** ...` (flat too: `**` groups
+    to the left) or `a ?? b ?? ...` (right-associative: nested)."""
     operand, operator = rng.choice([("1", "+"), ("1", "-"), ("1", "*"), ("true", "&&"),
-                                    ("false", "||"), ("1.5", "+"), ("1", "<<"), ("1", "??")])
+                                    ("false", "||"), ("1.5", "+"), ("1", "<<"), ("1", "??"),
+                                    ("1", "**"), ("(false ? 1)", "??")])
     return f" {operator} ".join([operand] * terms)
 
 
 def stress_expression(rng: random.Random) -> str:
     """An expression that stresses recursion, integer size or memory."""
     kind = rng.choice(["chain", "chain", "huge-int", "parens", "brackets", "unary", "select",
-                       "power", "repeat", "range", "real"])
+                       "power", "repeat", "range", "real", "infinity"])
     depth = rng.choice([100, 500, 1000, 3000])
     if kind == "chain":
-        return chain(rng, rng.choice([600, 600, 2000]))
+        return chain(rng, rng.choice([600, 600, 2000, 10000, 30000]))
     if kind == "huge-int":
         return rng.choice("123456789") + "".join(rng.choice("0123456789")
                                                  for _ in range(rng.choice([20, 400, 5000])))
@@ -212,7 +217,13 @@ def stress_expression(rng: random.Random) -> str:
     if kind == "unary":
         return rng.choice(["-", "!", "+ ", "- "]) * depth + "1"
     if kind == "select":
-        return "true ? 1 : " * depth + "0"
+        return rng.choice(["true ? 1 : ", "false ? 1 : "]) * depth + "0"
+    if kind == "infinity":  # int(inf) marks extremes only: no range, index or arithmetic
+        return rng.choice(["[0:int(inf)]", "[int(-inf):3]", "[0:3:int(inf)]",
+                           "[1, 2, 3][int(-inf)]", "[1, 2, 3][int(inf)]", "[1, 2][int(-inf):]",
+                           "int(inf) + 1", "1 - int(-inf)", "2 ** int(inf)", "int(inf) % 2",
+                           "[1 ..(int(inf))]", "[1, 2][[0, int(-inf)]]", "int(inf) >> 3",
+                           "[1, 2, 3][int(-inf)] <- 4", "real(int(-inf))"])
     if kind == "power":
         return rng.choice(["2 ** 100000000", "10 ** 10 ** 10", "2 ** 63", "-2 ** 63 - 1",
                            "9223372036854775807 + 1", "1 / 0", "1 % 0", "0.0 / 0.0"])
@@ -643,6 +654,31 @@ graph G {
     }
 }
 """,
+    """graph G {
+    @input {
+        x: real[2];
+        o: optional real[2];
+    }
+    @output {
+        y: @O@real[2];
+    }
+    @compose {
+        y = @B@;
+    }
+}
+""",
+    """operator f {
+    @input {
+        x: real[4];
+    }
+    @output {
+        y: real[4];
+    }
+    @lower {
+        y[i] = @R@, i < 4;
+    }
+}
+""",
     """operator f {
     @attrib {
         n: int = 3;
@@ -679,7 +715,11 @@ def gen_program(rng: random.Random, material: Material) -> Case:
     if origin < 0.27:
         template = rng.choice(STRESS_PROGRAMS)
         text = template.replace("@E@", stress_expression(rng)).replace(
-            "@X@", rng.choice(HUGE_EXTENTS))
+            "@X@", rng.choice(HUGE_EXTENTS)).replace(
+            "@O@", rng.choice(["", "optional "])).replace(
+            "@B@", rng.choice(["o", "{ yield o; }", "o ?? x", "{ yield o ?? x; }"])).replace(
+            "@R@", " + ".join([rng.choice(["x[i]", "real(i)", "x[i] * 2.0"])] *
+                              rng.choice([10, 5000, 20000])))
         note = "stress template"
         if rng.random() < 0.3:
             text, notes = mutate_text(rng, text, 1)
@@ -766,7 +806,8 @@ OPTION_VALUES: dict[str, Callable[[random.Random], list[str]]] = {
         "x=int[0]", "x=bool[3]", "x=string[3]", "x=real[]", "x=real[-1]",
         "x=real[1,1,1,1,1,1,1,1,1,1,1,1]", "xs.0=real[2]", "x=real[2,3]..(0)", "=real[2]",
         "x", "nosuch", "x=real[2,3]", "y=real[3]", "x=real[1000000000]", "x=int[2,3]",
-        "x.1=real[2,3]", "x=real[2,3]..(99999999999999999999)"])],
+        "x.1=real[2,3]", "x=real[2,3]..(99999999999999999999)",
+        "x=real[" + ",".join(["1"] * 100) + "]", "x=real[2,3]..(100001)"])],
     "input": lambda r: ["--input", r.choice([
         "x=[1.0, 2.0]", "x=" + chain(r), "x=[[1], [2, 3]]", "x=1e999", "x=" + "9" * 400,
         "x=missing.npy", "x='str'", "x=[]", "x=true", "x=null", "x=", "=1", "x",
@@ -904,6 +945,56 @@ def gen_golden(rng: random.Random, material: Material) -> Case:
     return Case(0, "golden", argv, files, "file", subjects, note=f"{case_id}: {victim}: {note}")
 
 
+TABLE_ODD_VALUES = {  # TOML values for a case table's fields: right, wrong type, out of range
+    "seed": ["7", "-1", "1e400", "1.5", '"abc"', "true", "18446744073709551616", "[1]"],
+    "range": ["[0, 3]", "[0.5, 0.7]", "[3, 1]", "[1e400, 2]", "[0, 100000000000000000000]",
+              '"x"', "[1, 2, 3]", "[-9.2e18, 9.2e18]", "[nan, 1]"],
+    "values": ["[1, 2]", '["a", 2]', "[1e400, 2]", "[100000000000000000000000, 2]", '"x"',
+               "[[1], 2]", "[1, 2, 3]", "[]", '["nan", "-inf"]', "[true, 2]"],
+    "type": ['"real[2]"', '"int[2]"', '"bool[2]"', "3", '"string[2]"', '"real[-1]"',
+             '"real[2"', '"real[100000000000]"', '"real[99999999999999999999]"',
+             '"real[' + ",".join(["1"] * 70) + ']"', '"real[0, 100000000000000000000000]"'],
+    "generator": ['"uniform"', '"special"', '"bool"', '"gauss"', "3"],
+}
+TABLE_ENTRY_LINES = ('attributes = 3', 'generics = 3', 'generics = ["real", 3]', 'inputs = 3',
+                     'domain = "abc"', 'domain = [1e400, 1]', 'layouts = ["x"]', 'layouts = 3',
+                     'profile = "zzz"', 'error = 3', 'error = { code = 3 }', 'class = "x"',
+                     'class = 3', 'reason = 3', 'model = 3', 'attributes = { x = 1e400 }')
+TABLE_TOP = ('case = 3', 'family = [3]', 'classes = 3', 'module = 3', 'module = "../x"',
+             'module = "nosuch"', 'extra = 1')
+TABLE_FAMILIES = ('ops = "neg"', 'ops = ["neg", 3]', 'dtypes = 3', 'dtypes = { x = "quux" }',
+                  'attributes = 3', 'inputs = [3]', 'inputs = 3', 'kind = "nosuch"',
+                  'layouts = true')
+
+
+def gen_table(rng: random.Random, material: Material) -> Case:
+    """A case table with odd values (wrong types, beyond the limits, out of int64's range),
+    built by `golden build`: every problem a positioned table error (E1100), never a
+    traceback."""
+    spec = {"type": rng.choice(TABLE_ODD_VALUES["type"])}
+    for key in rng.sample(["seed", "range", "values", "generator"], rng.randint(0, 2)):
+        spec[key] = rng.choice(TABLE_ODD_VALUES[key])
+    value = ", ".join(f"{key} = {text}" for key, text in spec.items())
+    case = ['op = "neg"', 'name = "c"', f"inputs = {{ x = {{ {value} }} }}"]
+    if rng.random() < 0.3:
+        case.append(rng.choice(TABLE_ENTRY_LINES))
+    lines = ['module = "math"']
+    if rng.random() < 0.15:
+        lines.append(rng.choice(TABLE_TOP))
+    lines += ["[classes]", 'neg = "exact"', 'add = "arithmetic"']
+    if rng.random() < 0.2:
+        lines += ["[[family]]", 'ops = ["add"]', 'kind = "elementwise"', 'inputs = ["x", "y"]',
+                  rng.choice(TABLE_FAMILIES)]
+    lines += ["[[case]]", *case]
+    argv = ["golden", "build", "t.toml", "-o", "out"]
+    if rng.random() < 0.1:
+        argv += ["-k", rng.choice(["neg", "(", "[", "*", "c$"])]
+    files = {"t.toml": ("\n".join(lines) + "\n").encode()}
+    note = "; ".join(line for line in lines if "=" in line and line not in (
+        'module = "math"', 'neg = "exact"', 'add = "arithmetic"', 'op = "neg"', 'name = "c"'))
+    return Case(0, "table", argv, files, "program", ("t.toml",), note=note[:200])
+
+
 def base_report(suite: str = "golden") -> dict[str, Any]:
     """A small `check --json` report made by the harness itself (fixed content)."""
     from refinterp.harness.report import report_json
@@ -931,7 +1022,7 @@ def gen_merge(rng: random.Random, material: Material) -> Case:
 
 GENERATORS: dict[str, Callable[[random.Random, Material], Case]] = {
     "program": gen_program, "expr": gen_expr, "options": gen_options, "data": gen_data,
-    "golden": gen_golden, "merge": gen_merge}
+    "golden": gen_golden, "table": gen_table, "merge": gen_merge}
 
 
 def make_case(seed: int, index: int, material: Material,
@@ -1231,6 +1322,8 @@ def judge(case: Case, folder: Path, status: int, killed: bool, seconds: float) -
         outcome.detail = _first_lines(stderr or stdout)
     elif status == 2:
         outcome.klass, outcome.detail = "usage", _first_lines(stderr)
+    elif status == 4 and case.argv[0] == "check":  # no case ran: a documented outcome
+        outcome.detail = _first_lines(stderr)
     else:
         outcome.klass = "internal"
         outcome.signature = _internal_signature(stderr, status)

@@ -5,6 +5,7 @@ internal error."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,9 @@ def _string(data: Any, path: Path, field: str) -> str:
 
 
 def _number(data: Any, path: Path, field: str) -> float:
-    if isinstance(data, bool) or not isinstance(data, (int, float)):
-        raise _fail(path, field, "a number")
+    if isinstance(data, bool) or not isinstance(data, (int, float)) or \
+            not math.isfinite(float(data) if abs(data) < 2.0 ** 1023 else math.inf):
+        raise _fail(path, field, "a finite number")  # tolerances are computed in floats
     return data
 
 

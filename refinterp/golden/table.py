@@ -201,6 +201,9 @@ class _Reader:
                              span=table_span(path))
         self.file_name(self.module, "the module")
         self.classes: dict[str, str] = data.get("classes", {})
+        if not isinstance(self.classes, dict):
+            raise TableError("[classes] is a table of operator = \"<class>\"",
+                             span=table_span(path, text="classes"))
         for op, klass in self.classes.items():
             self.check_class(klass, f"[classes] {op}")
         known = {"module", "classes", "family", "case"}
@@ -237,9 +240,9 @@ class _Reader:
 
     def cases(self) -> list[CaseSpec]:
         result: list[CaseSpec] = []
-        for k, family in enumerate(self.data.get("family", [])):
+        for k, family in enumerate(self.entries("family")):
             result.extend(self.family(family, f"family #{k + 1}"))
-        for k, entry in enumerate(self.data.get("case", [])):
+        for k, entry in enumerate(self.entries("case")):
             result.append(self.case(entry, f"case #{k + 1}"))
         seen: set[str] = set()
         for spec in result:
@@ -248,6 +251,24 @@ class _Reader:
                                  span=table_span(self.path, text=f'"{spec.name}"'))
             seen.add(spec.id)
         return result
+
+    def entries(self, kind: str) -> list[dict[str, Any]]:
+        """The `[[kind]]` entries ("case" or "family"): an array of tables."""
+        value = self.data.get(kind, [])
+        if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+            raise TableError(f"'{kind}' holds [[{kind}]] entries (an array of tables)",
+                             span=table_span(self.path, text=kind))
+        return value
+
+    def typed(self, entry: dict[str, Any], key: str, kind: type, default: Any,
+              where: str) -> Any:
+        """`entry[key]` (or `default`), which must be a `kind`: a dict (TOML table) or a list
+        (TOML array) of strings, attribute values or input specs."""
+        value = entry.get(key, default)
+        if not isinstance(value, kind):
+            name = "a table" if kind is dict else "an array"
+            raise self.fail(where, f"{key} must be {name}; got {value!r}")
+        return value
 
     # ---------------------------------------------------------------- single cases
 
@@ -277,7 +298,7 @@ class _Reader:
         case_id = f"{self.module}.{op}/{name}" if model is None else f"{self.module}/{name}"
         domain = entry.get("domain", [-4.0, 4.0])
         inputs = {input_name: self.input(spec, case_id, input_name, domain, where)
-                  for input_name, spec in entry.get("inputs", {}).items()}
+                  for input_name, spec in self.typed(entry, "inputs", dict, {}, where).items()}
         error = entry.get("error")
         if error is not None and (not isinstance(error, dict) or "code" not in error):
             raise self.fail(where, "error = { code = \"E....\", message = \"<regex>\" }")
@@ -289,8 +310,9 @@ class _Reader:
             raise self.fail(where, "a case that overrides its operator's class gives a reason")
         return CaseSpec(case_id, f"{self.module}.{op}" if model is None else "",
                         name, self.check_class(klass, where),
-                        inputs, dict(entry.get("attributes", {})),
-                        tuple(entry.get("generics", ())), entry.get("profile", "spec"),
+                        inputs, dict(self.typed(entry, "attributes", dict, {}, where)),
+                        tuple(self.typed(entry, "generics", list, [], where)),
+                        entry.get("profile", "spec"),
                         None if error is None else {"code": error["code"],
                                                     "message": error.get("message", "")},
                         entry.get("reason"), str(self.path), model,
@@ -318,7 +340,7 @@ class _Reader:
         if not isinstance(spec, dict) or "type" not in spec:
             raise self.fail(where, f"input '{name}': a type string such as \"real[2,3]\" or a "
                                    f"table {{ type = ..., values = ... }}")
-        match = TYPE_PATTERN.match(spec["type"])
+        match = TYPE_PATTERN.match(spec["type"]) if isinstance(spec["type"], str) else None
         if match is None:
             raise self.fail(where, f"input '{name}': type {spec['type']!r} is not "
                                    f"real|int|bool[extents]")
@@ -368,12 +390,15 @@ class _Reader:
         if kind not in SAMPLE_SETS:
             raise self.fail(where, f"kind {kind!r} is none of {', '.join(SAMPLE_SETS)}")
         names = entry.get("inputs")
-        if not isinstance(names, list) or not names:
+        if not isinstance(names, list) or not names or \
+                not all(isinstance(n, str) for n in names):
             raise self.fail(where, "a family names its operators' inputs: inputs = [\"x\", ...]")
+        ops = self.typed(entry, "ops", list, [], where)
+        dtypes = self.typed(entry, "dtypes", dict, {}, where)
+        self.typed(entry, "attributes", dict, {}, where)
         result = []
-        for op in entry.get("ops", []):
+        for op in ops:
             for name, shapes, attributes, special in SAMPLE_SETS[kind](len(names)):
-                dtypes = entry.get("dtypes", {})
                 inputs: dict[str, Any] = {}
                 for k, input_name in enumerate(names):
                     dtype = dtypes.get(input_name, "real")

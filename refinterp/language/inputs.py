@@ -14,6 +14,7 @@ from refinterp.language.invocation import MAX_RANK, Invocation, entries, item_ty
 from refinterp.language.types import (CONCRETE, Type, check_expr, dtype_scope, type_from_spec,
                                       type_of_value)
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
+from refinterp.numeric.representation import format_extent
 from refinterp.syntax import ast
 
 
@@ -435,6 +436,12 @@ class InputBinding(BindingState):
 def _mismatch(what: str, actual: Value, expected: Value, text: str) -> str:
     """`input 'x' (dimension 0) is 3, expected 2`, naming the declared expression when it is not
     just the expected value (`..., expected 4 (2 * k)`)."""
-    wanted = format_literal(expected)
     shown = f" ({text.strip()})" if any(c.isalpha() or c == "_" for c in text) else ""
-    return f"{what} is {format_literal(actual)}, expected {wanted}{shown}"
+    return f"{what} is {_shown(actual)}, expected {_shown(expected)}{shown}"
+
+
+def _shown(value: Value) -> str:
+    """A value for a mismatch message; an int too long to read rounded (`about 1e+100000`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return format_extent(value)
+    return format_literal(value)

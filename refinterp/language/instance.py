@@ -32,7 +32,8 @@ from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstanc
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 from refinterp.numeric import rules
-from refinterp.numeric.representation import check_pack_length, check_tensor_size
+from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, check_pack_length,
+                                              check_tensor_size)
 from refinterp.syntax import ast
 
 __all__ = ["Invocation", "OperatorInstance", "TensorArg", "TensorInfo", "describe_type",
@@ -527,17 +528,38 @@ class Instantiation(InputBinding):
             if not isinstance(values, tuple) or len(values) != len(info):
                 raise self.fail(f"the pack constant '{decl.name}' needs a list of {len(info)} "
                                 f"values", decl)
+            for item_info, value in zip(info, values):
+                self.check_constant_value(decl, item_info.dtype, value)
             return info, values  # type: ignore[return-value]
         volume = 1
         for extent in info.shape or ():
             volume *= extent or 0
         if decl.bounds:
-            return info, self.per_element(decl, info)
+            values = self.per_element(decl, info)
+            self.check_constant_value(decl, info.dtype, values)
+            return info, values
         value = self.eval(decl.default)
         if isinstance(value, tuple) and len(value) != volume:
             raise self.fail(f"the constant '{decl.name}' has {volume} elements but its list has "
                             f"{len(value)}", decl)
+        self.check_constant_value(decl, info.dtype, value)
         return info, value
+
+    def check_constant_value(self, decl: ast.ParamDecl, dtype: str, value: Value) -> None:
+        """§2.7: a constant's value (one value, or a flat list) holds values of its type, as a
+        @lower formula's result must (an int is also a real; int(inf) and int(-inf) are the
+        extreme values of the type: `scalar.constant_array`)."""
+        for item in value if isinstance(value, tuple) else (value,):
+            kind = rules.kind(item) if isinstance(item, (bool, int, float, rules.IntInfinity)) \
+                else None
+            fits = kind == "bool" if dtype == "bool" else kind == "int" if dtype == "int" \
+                else kind in ("int", "real")
+            if not fits:
+                raise self.fail(f"the {dtype} constant '{decl.name}' gets "
+                                f"{format_literal(item)}", decl.default)
+            if dtype == "int" and isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
+                raise self.fail(f"the int constant '{decl.name}' gets {format_literal(item)}, "
+                                f"which does not fit in int64", decl.default)
 
     def per_element(self, decl: ast.ParamDecl, info: TensorInfo) -> Value:
         """§2.7: the initialiser evaluated for every index in row-major order. A bound that is a

@@ -13,7 +13,8 @@ from refinterp.language.expr import Environment
 from refinterp.language.types import Type
 from refinterp.language.values import Value
 from refinterp.numeric import rules
-from refinterp.numeric.representation import MAX_PACK_LENGTH, MAX_TENSOR_SIZE, kind_of
+from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE, format_extent,
+                                              kind_of)
 from refinterp.syntax import ast
 
 
@@ -61,7 +62,7 @@ def describe_type(info: "TensorInfo | tuple") -> str:
         return "[" + ", ".join(describe_type(i) for i in info) + "]"
     bounds = (*info.bounds, *(None,) * (len(info.shape or ()) - len(info.bounds)))
     shape = "?" if info.shape is None else ", ".join(
-        str(e) if e is not None else "~" if b is None else f"~|{b}"
+        format_extent(e) if e is not None else "~" if b is None else f"~|{format_extent(b)}"
         for e, b in zip(info.shape, bounds))
     return f"{info.dtype}[{shape}]"
 

@@ -158,8 +158,18 @@ def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
     dtype = NUMPY_DTYPES[info.dtype]
     shape = tuple(info.shape or ())
     if isinstance(value, tuple):
-        return np.array(value, dtype=dtype).reshape(shape)
-    return np.full(shape, value, dtype=dtype)
+        return np.array([_extreme(v, info.dtype) for v in value], dtype=dtype).reshape(shape)
+    return np.full(shape, _extreme(value, info.dtype), dtype=dtype)
+
+
+def _extreme(value: Value, dtype: str) -> Value:
+    """int(inf) and int(-inf) as a tensor of `dtype` holds them: the extreme int64 values (as
+    a formula's int result, `FormulaRunner.checked`), ±inf (as `real(int(inf))`), true."""
+    if not isinstance(value, rules.IntInfinity):
+        return value
+    if dtype == "int":
+        return INT64_MAX if value.sign > 0 else INT64_MIN
+    return value.sign * math.inf if dtype == "real" else True
 
 
 class FormulaRunner(ExprVisitor[Compiled]):
@@ -583,6 +593,9 @@ class FormulaRunner(ExprVisitor[Compiled]):
             values = pack(frame)
             if values is NULL:
                 return NULL
+            if not isinstance(values, tuple):
+                raise self.fail(node.base, f"only a pack or a tensor can be indexed; got "
+                                           f"{format_literal(values)}", frame)
             return select(frame, values)
         return pick
 
@@ -593,13 +606,19 @@ class FormulaRunner(ExprVisitor[Compiled]):
                      for p in (item.start, item.stop, item.step)]
 
             def slice_(frame: Frame, values: Any) -> Value:
-                start, stop, step = (p(frame) if p is not None else None for p in parts)
-                return tuple(values[slice(start, stop, step)])
+                bounds = [self.slice_bound(item, p(frame), len(values), frame)
+                          if p is not None else None for p in parts]
+                if bounds[2] == 0:
+                    raise self.fail(item, "a slice step must not be 0", frame)
+                return tuple(values[slice(*bounds)])
             return slice_
         index = self.visit(item)
 
         def at(frame: Frame, values: Any, position: int) -> Value:
             """§2.4: a negative index counts from the end; out of range is an error (E0501)."""
+            if not isinstance(position, (int, rules.IntInfinity)) or isinstance(position, bool):
+                raise self.fail(item, f"a pack index must be an int; got "
+                                      f"{format_literal(position)}", frame)
             if not -len(values) <= position < len(values):
                 raise self.fail(item, f"index {position} is out of range for a pack of length "
                                       f"{len(values)}", frame)
@@ -619,6 +638,18 @@ class FormulaRunner(ExprVisitor[Compiled]):
             return at(frame, values, position)
         return select
 
+    def slice_bound(self, item: ast.Slice, bound: Any, length: int, frame: Frame) -> int:
+        """A slice bound or step as Python's slice takes it: int(inf) and int(-inf) lie beyond
+        every position (as in `expr.Evaluator.indices`); anything but an int is an error."""
+        if isinstance(bound, rules.IntInfinity):
+            return bound.sign * (length + 1)
+        if isinstance(bound, np.integer):
+            return int(bound)
+        if not isinstance(bound, int) or isinstance(bound, bool):
+            raise self.fail(item, f"a slice bound must be an int; got {format_literal(bound)}",
+                            frame)
+        return bound
+
     def visit_Substitute(self, node: ast.Substitute) -> Compiled:
         """`a[i] <- b` (§2.4 Substitution) on packs computed per element, e.g. index packs."""
         base, value = self.visit(node.target.base), self.visit(node.value)
@@ -628,6 +659,9 @@ class FormulaRunner(ExprVisitor[Compiled]):
             values, new = base(frame), value(frame)
             if values is NULL or new is NULL:
                 return NULL
+            if not isinstance(values, tuple):
+                raise self.fail(node.target.base, f"only a pack can be substituted in; got "
+                                                  f"{format_literal(values)}", frame)
             chosen = positions(frame, tuple(range(len(values))))
             result = list(values)
             if isinstance(chosen, tuple):
@@ -754,14 +788,18 @@ class FormulaRunner(ExprVisitor[Compiled]):
             result = value(frame)
             if result is NULL:
                 raise self.fail(inner, "an index is null", frame)
-            if not expanded and isinstance(result, tuple):  # mapped: one dimension
-                extent = _extent(array, start)
-                return (_Mapped(tuple(_resolve(v, extent) for v in result)),)
-            if count is not None and not isinstance(result, tuple):
-                result = (result,) * int(count(frame))
-            result = result if isinstance(result, tuple) else (result,)
-            return tuple(v if v is FULL else _resolve(v, _extent(array, start + offset))
-                         for offset, v in enumerate(result))
+            try:
+                if not expanded and isinstance(result, tuple):  # mapped: one dimension
+                    extent = _extent(array, start)
+                    return (_Mapped(tuple(_resolve(v, extent) for v in result)),)
+                if count is not None and not isinstance(result, tuple):
+                    result = (result,) * int(count(frame))
+                result = result if isinstance(result, tuple) else (result,)
+                return tuple(v if v is FULL else _resolve(v, _extent(array, start + offset))
+                             for offset, v in enumerate(result))
+            except _NotAnIndex as bad:
+                raise self.fail(inner, f"a tensor index must be an int; got "
+                                       f"{format_literal(bad.value)}", frame) from None
         return index
 
     def visit_Bounded(self, node: ast.Bounded) -> Compiled:
@@ -823,15 +861,35 @@ class _Guarded:
     upper: int | None = None
 
 
+class _NotAnIndex(Exception):
+    """An index value that is no int (a real, a bool, a string): `FormulaRunner.compile_index`
+    reports it at the index."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def _index_value(value: Any) -> int:
+    """An int index as a Python int; int(inf) and int(-inf) as they are (beyond every position:
+    the range check refuses them); anything else is _NotAnIndex."""
+    if type(value) is int or isinstance(value, rules.IntInfinity):
+        return value  # type: ignore[return-value]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise _NotAnIndex(value)
+
+
 def _resolve(value: Any, extent: int | None) -> int:
     """A plain index, or a guarded one checked against `extent` (skip, or remap)."""
     if not isinstance(value, _Guarded):
-        return int(value)
-    if extent is None or 0 <= value.index < extent:
-        return int(value.index)
+        return _index_value(value)
+    index = _index_value(value.index)
+    if extent is None or 0 <= index < extent:
+        return index
     if value.lower is None:
         raise _Skip()
-    return int(value.lower if value.index < 0 else value.upper)
+    return _index_value(value.lower if index < 0 else value.upper)
 
 
 def _extent(array: Any, dimension: int) -> int | None:

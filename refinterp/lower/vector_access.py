@@ -18,6 +18,7 @@ import numpy as np
 
 from refinterp.language.values import Value
 from refinterp.lower.vector_space import Box, Fallback, Mask, anywhere, both
+from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
 
 
@@ -58,10 +59,15 @@ def resolve(box: Box, value: Any, extent: int, active: Mask) -> Any:
         if axis is not None and box.spans[axis][0] >= 0 and box.spans[axis][1] <= extent:
             return value
     effective = both(box.live, active)
+    if isinstance(value.value if isinstance(value, Guard) else value, rules.IntInfinity):
+        raise Fallback("int(inf) or int(-inf) as an index")
     if isinstance(value, Guard):
         index = value.value
-        if kind_of(index) != "int":
-            raise Fallback("a guarded index that is not an int")
+        if kind_of(index) != "int" or any(
+                bound is not None and (kind_of(bound) != "int" or
+                                       isinstance(bound, rules.IntInfinity))
+                for bound in (value.lower, value.upper)):
+            raise Fallback("a guarded index or remapped value that is not an int")
         inside = (index >= 0) & (index < extent)
         if value.lower is None:
             box.narrow(inside, effective)

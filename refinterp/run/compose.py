@@ -26,7 +26,7 @@ from refinterp.numeric import rules
 from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES as DTYPES,
                                               AbstractTensor, check_pack_length, kind_of,
                                               limit_note)
-from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame
+from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame, LoweringDiagnostic
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
                                          describe_type, instantiate_cached)
@@ -41,7 +41,7 @@ from refinterp.language.modules import (LoadedModule, Program, bundled_definitio
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import nodes, walk
+from refinterp.syntax.visitor import nodes, tree_depth, walk
 from refinterp.run.abstract import (DeclaredVariables, Undetermined, abstract_tensor,
                                     abstract_value)
 from refinterp.run.jagged import DynamicExtents
@@ -154,10 +154,13 @@ class Executor:
                                           definition.span)
                     for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
-            self.limits.check_lowering(instance)
-            self.charge_lowering(instance)
-            arrays = {**inputs, **self.variables(instance, path)}
-            outputs = self.engine(instance, arrays, self.profile)
+            try:
+                self.limits.check_lowering(instance)
+                self.charge_lowering(instance)
+                arrays = {**inputs, **self.variables(instance, path)}
+                outputs = self.engine(instance, arrays, self.profile)
+            except RecursionError:  # the planner and the engines walk formulas recursively
+                raise too_deep_formula(definition) from None
         elif definition.block("compose") is not None:
             outputs = self.compose(instance, module, inputs, path)
         else:
@@ -699,6 +702,9 @@ class Executor:
         if rules.kind(value) == "int" and not INT64_MIN <= value <= INT64_MAX:
             raise ComposeDiagnostic(f"{value} does not fit in an int tensor (int64)", node.span,
                                     code="E0502")
+        if rules.kind(value) not in DTYPES:  # a string
+            raise ComposeDiagnostic("a string is not a tensor; a compile-time scalar "
+                                    "argument is a real, an int or a bool", node.span)
         return np.array(value, dtype=DTYPES[rules.kind(value)])
 
     def pack_items(self, node: ast.Subscript, scope: Scope) -> Any:
@@ -814,3 +820,14 @@ def _declared_optional(definition: ast.OperatorDef, name: str) -> bool:
     block = definition.block("output")
     return any(decl.name == name and decl.type.optional for decl in (block.entries if block
                                                                      else ()))
+
+
+def too_deep_formula(definition: ast.OperatorDef) -> LoweringDiagnostic:
+    """E0500 at the deepest formula of a @lower block that the engines could not walk within
+    Python's recursion limit (docs/limits.md, "Fixed limits")."""
+    formulas = definition.block("lower").entries  # type: ignore[union-attr]
+    depth, deepest = max(((tree_depth(f), f) for f in formulas), key=lambda pair: pair[0])
+    return LoweringDiagnostic(f"this formula is nested too deeply to run ({depth} levels of "
+                              f"operators and operands)", deepest.span,
+                              ["the engines walk a formula recursively: split a long chain "
+                               "into several formulas or locals"])
