@@ -335,10 +335,7 @@ class Evaluator(ExprVisitor[Value]):
                      for p in (item.start, item.stop, item.step)]
             if NULL in parts:
                 return NULL  # type: ignore[return-value]
-            # int(inf) and int(-inf) lie beyond every position: clipped like any bound out of
-            # range (a step beyond the length takes the first position only)
-            start, stop, step = (p if not isinstance(p, rules.IntInfinity) else p.sign * (length + 1)
-                                 for p in parts)
+            start, stop, step = (rules.slice_bound(p, length) for p in parts)
             if step == 0:
                 raise self.fail(item.step or item, "a slice step must not be 0")
             # §2.4: omitted bounds run over the whole pack in the step's direction; explicit

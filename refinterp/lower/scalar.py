@@ -639,10 +639,10 @@ class FormulaRunner(ExprVisitor[Compiled]):
         return select
 
     def slice_bound(self, item: ast.Slice, bound: Any, length: int, frame: Frame) -> int:
-        """A slice bound or step as Python's slice takes it: int(inf) and int(-inf) lie beyond
-        every position (as in `expr.Evaluator.indices`); anything but an int is an error."""
+        """A slice bound or step as Python's slice takes it (`rules.slice_bound`: int(inf) and
+        int(-inf) lie beyond every position); anything but an int is an error."""
         if isinstance(bound, rules.IntInfinity):
-            return bound.sign * (length + 1)
+            return rules.slice_bound(bound, length)
         if isinstance(bound, np.integer):
             return int(bound)
         if not isinstance(bound, int) or isinstance(bound, bool):

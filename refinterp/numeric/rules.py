@@ -28,7 +28,7 @@ import functools
 import math
 import operator
 from dataclasses import dataclass
-from typing import Callable, Literal, NamedTuple, Union
+from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
 
@@ -173,6 +173,14 @@ class IntInfinity:
 
 INT_POS_INF = IntInfinity(1)
 INT_NEG_INF = IntInfinity(-1)
+
+
+def slice_bound(bound: Any, length: int) -> Any:
+    """A slice bound or step of a pack of `length` items as Python's slice takes it (§2.4
+    Indexing; docs/semantics.md "Slices"): int(inf) and int(-inf) lie beyond every position,
+    so they are clipped like any bound out of range (as a step they take the first position
+    in their direction); any other value as it is."""
+    return bound.sign * (length + 1) if isinstance(bound, IntInfinity) else bound
 
 Number = Union[int, float, IntInfinity]
 Scalar = Union[int, float, bool, str, IntInfinity]
