@@ -1,5 +1,5 @@
 """Session set-up shared by spec_tests/ and tests/: refinterp's disk cache of parsed library
-modules (docs/architecture.md "Start-up") goes to a folder of the system's temporary
+modules (docs/performance.md "Start-up") goes to a folder of the system's temporary
 directory, never to the user's home. A REFINTERP_CACHE_DIR already set is kept."""
 
 from __future__ import annotations

@@ -7,7 +7,8 @@
     [s.one_line() for s in ri.operators("nn")]         # what a module offers
     ri.signature("nn.conv").describe()                 # one operator in full
     ri.shapes(program, inputs={"x": ri.TensorType("real", (1, 3, 8, 8))}).outputs
-    run = ri.evaluate("nn.relu", inputs={"x": np.array([-1.0, 2.0])})
+    run = ri.evaluate("nn.relu", inputs={"x": np.array([-1.0, 2.0])},
+                      limits=ri.Limits(max_work=10**9))    # limits and hooks: one object each
     run.outputs["y"], run.inputs, run.params           # what was computed, from what
 
 Every error in the user's input is raised as `ri.Error` (refinterp.core.diagnostics.Diagnostic) with
@@ -19,36 +20,41 @@ tests run.
 A *target* names what to instantiate or run: a loaded `Program` (with `op=` naming one of its
 operators or graphs, default its first graph, else its only operator), a path to a file or model
 folder, or a standard operator `module.op` (e.g. `"nn.conv"`, run from the bundled or the given
-`stdlib`).
+`stdlib`); `resolve` finds it once (a `Target`), and every function taking a target takes one.
+
+What bounds a run is one `Limits` object and what a run tells its caller one `Hooks` object,
+each made once by the caller and passed down unchanged to the executor (docs/limits.md).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from refinterp.numeric import rules
-from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE, canonical,
-                                              check_pack_length, check_tensor_size,
+from refinterp.numeric.representation import (canonical, check_pack_length, check_tensor_size,
                                               format_bytes, kind_of, tensor_bytes)
 from refinterp.language.invocation import tensor_info
 from refinterp.run.abstract import Undetermined, abstract_tensor
 from refinterp.run.compose import Executor
-from refinterp.run.limits import (MAX_DEPTH, MAX_ITERATIONS, MAX_LOWER_ITERATIONS, MAX_WORK,
-                                  Limits, Work, out_of_memory)
+from refinterp.run.hooks import Hooks
+from refinterp.run.limits import Limits, Work, out_of_memory
+# the defaults of the limits (the fields of `Limits`), by their names
+from refinterp.numeric.representation import MAX_PACK_LENGTH, MAX_TENSOR_SIZE  # noqa: F401
+from refinterp.run.limits import (MAX_DEPTH, MAX_ITERATIONS,  # noqa: F401
+                                  MAX_LOWER_ITERATIONS, MAX_WORK)
 from refinterp.run.locate import declaration_span
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
                                         did_you_mean)
 from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,
                                          instantiate)
-from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_NAMES, Engine, make_engine
-from refinterp.lower.vector import DEFAULT_MAX_MEMORY
+from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_NAMES, make_engine
 from refinterp.language.modules import (STDLIB_DIR, LoadedModule, Loader, find_operator,
                                         stdlib_module_files,
                                         unknown_operator_notes)
@@ -58,6 +64,7 @@ from refinterp.syntax import ast
 from refinterp.language.values import NULL, Value
 
 if TYPE_CHECKING:
+    from refinterp.lower.engines import Engine
     from refinterp.signature import OperatorSignature
 
 Error = Diagnostic
@@ -65,10 +72,10 @@ TensorType = TensorInfo
 PROFILES = tuple(rules.PROFILES)
 ENGINES = ENGINE_NAMES
 
-__all__ = ["Error", "TensorType", "Program", "Shapes", "Run", "load", "load_source",
-           "load_module", "operators", "signature", "shapes", "evaluate", "random_inputs",
-           "fixed_inputs", "parse_value", "describe_type", "evaluate_expression", "run_operator",
-           "stdlib_modules", "PROFILES", "ENGINES"]
+__all__ = ["Error", "TensorType", "Program", "Target", "Shapes", "Run", "Limits", "Hooks",
+           "load", "load_source", "load_module", "operators", "signature", "resolve", "shapes",
+           "evaluate", "random_inputs", "fixed_inputs", "parse_value", "describe_type",
+           "evaluate_expression", "run_operator", "stdlib_modules", "PROFILES", "ENGINES"]
 
 
 # ------------------------------------------------------------------------------- programs
@@ -79,6 +86,10 @@ class Program:
     """A loaded SkriptND program: its main module and everything it imports."""
 
     loaded: _LoadedProgram
+    # the `shapes` checks of its graphs that `evaluate` made before running them with params,
+    # by what they depend on (docs/api.md "Variables"): kept with the program they are about
+    checks: BoundedCache[Shapes] = field(default_factory=lambda: BoundedCache(8), repr=False,
+                                         compare=False)
 
     @property
     def path(self) -> Path:
@@ -100,9 +111,9 @@ class Program:
 
         return module_signatures(self.loaded.main)
 
-    def signature(self, name: str) -> OperatorSignature:
+    def signature(self, name: str | None = None) -> OperatorSignature:
         """The signature of operator or graph `name`: one of the main module's, or `m.op` of
-        a module it imports."""
+        a module it imports (default: the first graph, else the only operator)."""
         from refinterp.signature import signature as _signature
 
         definition, module = self.find(name)
@@ -214,24 +225,46 @@ def signature(name: str, *, stdlib: str | Path | None = None) -> OperatorSignatu
     """The signature of standard operator `module.op` (e.g. `"nn.conv"`)."""
     from refinterp.signature import signature as _signature
 
-    program, definition, module = _target(name, None, stdlib)
-    return _signature(definition, module)
+    found = resolve(name, stdlib=stdlib)
+    return _signature(found.definition, found.module)
 
 
-def _target(target: Program | str | Path, op: str | None, stdlib: str | Path | None
-            ) -> tuple[Program, ast.OperatorDef, LoadedModule]:
-    """Resolve what to instantiate or run (see the module docstring)."""
+@dataclass(frozen=True, eq=False)
+class Target:
+    """What to instantiate or run, found (`resolve`): the program, the definition of the
+    operator or graph, and the module that defines it. Compared by identity (a definition is
+    a whole syntax tree)."""
+
+    program: Program
+    definition: ast.OperatorDef
+    module: LoadedModule
+
+    @property
+    def name(self) -> str:
+        """The qualified name (`nn.relu`, `main.G`)."""
+        return f"{self.module.name}.{self.definition.name}"
+
+
+def resolve(target: Target | Program | str | Path, op: str | None = None, *,
+            stdlib: str | Path | None = None) -> Target:
+    """Find what `target` and `op` name (see the module docstring; docs/api.md "Targets"):
+    an operator or graph of a program, of a file or model folder, or a standard operator
+    `module.op` from the bundled library or `stdlib`. A `Target` is returned as it is."""
+    if isinstance(target, Target):
+        if op is not None:
+            raise ArgumentDiagnostic("a resolved Target names its operator; give no op")
+        return target
     if isinstance(target, Program):
-        return (target, *target.find(op))
+        return Target(target, *target.find(op))
     text = str(target)
     path = Path(text)
     if op is None and not _is_model(path) and "." in text and not text.endswith(
             (".sknd", ".nnef")) and "/" not in text:
         module_name, _, op = text.rpartition(".")
         program = load_module(module_name, stdlib=stdlib)
-        return (program, *program.find(op))
+        return Target(program, *program.find(op))
     program = load(path, stdlib=stdlib)
-    return (program, *program.find(op))
+    return Target(program, *program.find(op))
 
 
 def _is_model(path: Path) -> bool:
@@ -331,18 +364,17 @@ def _input_types(inputs: Mapping[str, Any], limits: Limits) -> dict[str, TensorI
     return {name: info(name, value) for name, value in inputs.items()}
 
 
-def fixed_inputs(target: Program | str | Path, *, op: str | None = None,
+def fixed_inputs(target: Target | Program | str | Path, *, op: str | None = None,
                  attributes: Mapping[str, Any] | None = None, profile: str = "spec",
                  stdlib: str | Path | None = None,
-                 max_tensor_size: int | None = None) -> dict[str, TensorInfo]:
+                 limits: Limits | None = None) -> dict[str, TensorInfo]:
     """The types of the inputs whose declared shapes are fixed by literals and attributes (a
     graph's `input: real[1, 3, 224, 224]`): what `shapes` assumes for inputs not given, and
-    what `eval --random NAME` draws. With `max_tensor_size`, a type above it is an Error
-    (E1200) at the input's declaration."""
-    program, definition, module = _target(target, op, stdlib)
+    what `eval --random NAME` draws. With `limits`, a type above its tensor size or pack
+    length is an Error (E1200, E1202) at the input's declaration."""
+    definition = resolve(target, op, stdlib=stdlib).definition
     found = fixed_input_types(definition, _attributes(attributes), _profile(profile))
-    if max_tensor_size is not None:
-        limits = Limits(max_tensor_size=max_tensor_size)
+    if limits is not None:
         for name, info in found.items():
             limits.check_tensor(info, f"input '{name}'", declaration_span(definition, name))
     return found
@@ -366,28 +398,32 @@ class Shapes:
     quantization: list[Any] = field(default_factory=list)  # with quant=True: QuantEntry list
 
 
-def shapes(target: Program | str | Path, *, op: str | None = None,
+def shapes(target: Target | Program | str | Path, *, op: str | None = None,
            attributes: Mapping[str, Any] | None = None,
            inputs: Mapping[str, Any] | None = None, generics: tuple[str, ...] = (),
            profile: str = "spec", stdlib: str | Path | None = None,
-           max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
-           max_pack_length: int = MAX_PACK_LENGTH, max_work: int = MAX_WORK,
-           timeout: float | None = None, quant: bool = False) -> Shapes:
+           limits: Limits = Limits(), quant: bool = False) -> Shapes:
     """Instantiate an operator or graph and check its @compose block without computing values:
     every invocation is instantiated (through compile-time branches and loops), so an unknown
     operator or attribute, a missing argument, a failed assertion or a wrong declared output
     shape raises an Error. `inputs` are TensorTypes or arrays; a graph input whose declared
     shape is fixed needs none. With `quant`, the @quantize entries are resolved and checked
-    (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items). `max_iterations`,
-    `max_depth`, `max_pack_length` and `max_work` (invocations + loop steps checked) are
-    limits, and `timeout` (seconds, default none) bounds the check's time (docs/limits.md)."""
-    limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
-                    max_pack_length=max_pack_length, max_work=max_work)
-    work = Work(limits.max_work, timeout)
-    program, definition, module = _target(target, op, stdlib)
-    active = _profile(profile)
-    values = _attributes(attributes)
-    given = _input_types(inputs or {}, limits)
+    (`Shapes.quantization`: refinterp.run.quantize.QuantEntry items). `limits` bound the
+    check as they bound a run (docs/limits.md): its loops, nesting, packs, work (invocations
+    + loop steps checked) and time."""
+    work = Work(limits.max_work, limits.timeout)
+    found = resolve(target, op, stdlib=stdlib)
+    return _check(found, _attributes(attributes), inputs or {}, generics, _profile(profile),
+                  limits, work, quant)
+
+
+def _check(target: Target, values: dict[str, Value], inputs: Mapping[str, Any],
+           generics: tuple[str, ...], active: rules.Profile, limits: Limits, work: Work,
+           quant: bool = False) -> Shapes:
+    """`shapes` of a resolved target, its attributes converted, with the work budget and
+    deadline `work`."""
+    program, definition, module = target.program, target.definition, target.module
+    given = _input_types(inputs, limits)
     for name, info in fixed_input_types(definition, values, active).items():
         given.setdefault(name, info)
     invocation = Invocation(values, given, tuple(generics), active,
@@ -446,61 +482,38 @@ class Run:
         return {**self.params, **self.updated}
 
 
-Progress = Callable[[list[str], float], None]
-
-
-def evaluate(target: Program | str | Path, *, op: str | None = None,
+def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
              inputs: Mapping[str, Any] | None = None,
              attributes: Mapping[str, Any] | None = None,
              params: Mapping[str, np.ndarray] | None = None, random_params: bool = False,
              seed: int = 0, generics: tuple[str, ...] = (), profile: str = "spec",
-             engine: str | Engine = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY,
-             max_iterations: int = MAX_ITERATIONS, max_depth: int = MAX_DEPTH,
-             max_tensor_size: int = MAX_TENSOR_SIZE,
-             max_lower_iterations: int = MAX_LOWER_ITERATIONS,
-             max_pack_length: int = MAX_PACK_LENGTH, max_work: int = MAX_WORK,
-             timeout: float | None = None,
-             stdlib: str | Path | None = None, log: Callable[[Any, str], None] | None = None,
-             progress: Progress | None = None, progress_interval: float = 5.0,
-             observe: Callable[[str, Any], None] | None = None,
-             trace: Callable[[str, str, tuple[str, ...] | None, dict[str, Any]], None]
-             | None = None) -> Run:
+             engine: str | Engine = DEFAULT_ENGINE, limits: Limits = Limits(),
+             hooks: Hooks = Hooks(), stdlib: str | Path | None = None) -> Run:
     """Run an operator or graph on arrays and return a `Run`.
 
     `inputs`: arrays (or nested lists) by input name, a pack as a list of arrays; any real,
     int or bool dtype, held as float64/int64/bool. `params`: variable values by scoped name
     (`main.G.conv1.filter`) or relative to the graph (`conv1.filter`); then the model folder's
     `<scoped name>.dat` files; then, with `random_params`, random values (from `seed`). A params
-    entry that is no variable of the run is an Error (E0702). `engine` is "scalar", "vector" or
-    "auto" (or an engine made by `refinterp.lower.engines.make_engine`); `log(instance, engine)` is told which engine ran each operator; `progress(running
-    operators, seconds)` is called every `progress_interval` seconds of a long run;
-    `observe(name, value)` is told every tensor a @compose or @update block binds, by its scoped
-    name relative to the graph (`conv1`, `block.relu`; a pack as a list), in run order;
-    `trace(event, operator, scoped, tensors)` is told every invocation, the root included:
-    `("call", "nn.conv", ("main", "G", "conv1"), inputs by name)` before it runs and
-    `("return", ..., outputs by name)` after it returns (the scoped name a tuple, None for an
-    unnamed invocation; refinterp.trace records run traces with it).
-    `max_memory`, `max_iterations`, `max_depth`, `max_tensor_size` (bytes of one tensor),
-    `max_lower_iterations` (of one @lower formula), `max_pack_length` and `max_work` (the
-    whole run's invocations + loop steps + @lower iterations) are limits, and `timeout`
-    (seconds from the call, default none) bounds the run's time (docs/limits.md): exceeding
-    one is an Error naming it (E1203 the budget, E1204 the time); running out of memory is
-    E1205."""
-    limits = Limits(max_iterations=max_iterations, max_depth=max_depth,
-                    max_tensor_size=max_tensor_size, max_lower_iterations=max_lower_iterations,
-                    max_pack_length=max_pack_length, max_work=max_work)
-    work = Work(limits.max_work, timeout)
-    program, definition, module = _target(target, op, stdlib)
+    entry that is no variable of the run is an Error (E0702). `engine` is "reference",
+    "compiled", "vector" or "auto" ("scalar": "compiled"; or an engine made by
+    `refinterp.lower.engines.make_engine`). `limits` bound the
+    run (docs/limits.md; `Limits`: loops, nesting, tensor bytes, @lower iterations, packs, the
+    work budget, the vector engine's memory and the time from the call): exceeding one is an
+    Error naming it (E1203 the budget, E1204 the time); running out of memory is E1205.
+    `hooks` are told what the run does while it runs (`Hooks`: which engine ran each operator,
+    progress, every tensor bound, every invocation; docs/api.md "Observing a run")."""
+    work = Work(limits.max_work, limits.timeout)
+    found = resolve(target, op, stdlib=stdlib)
+    program, definition, module = found.program, found.definition, found.module
     active = _profile(profile)
-    if isinstance(engine, str) and engine not in ENGINE_NAMES:
+    if isinstance(engine, str) and engine not in ENGINE_NAMES and engine not in ENGINE_ALIASES:
         raise ArgumentDiagnostic(f"unknown engine '{engine}'; choose one of "
                                  f"{', '.join(ENGINE_NAMES)}")
-    if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
-        raise ArgumentDiagnostic(f"max_memory must be an int of at least 1; got {max_memory!r}")
     _check_seed(seed)
     arrays = {name: _canonical(name, value, limits) for name, value in (inputs or {}).items()}
     values = _attributes(attributes)
-    store = ParameterStore(graph=f"{module.name}.{definition.name}",
+    store = ParameterStore(graph=found.name,
                            arrays={k: _canonical(k, v, limits, "parameter")
                                    for k, v in (params or {}).items()},
                            folder=None if program.main.library else program.path.parent,
@@ -508,18 +521,26 @@ def evaluate(target: Program | str | Path, *, op: str | None = None,
     invocation = Invocation(values, {k: tensor_info(v) for k, v in arrays.items()},
                             tuple(generics), active)
     if store.arrays and definition.block("compose") is not None:
-        _check_param_names(program, definition, store, values, arrays, generics, profile,
-                           stdlib, limits, work)
+        _check_param_names(found, store, values, arrays, generics, active, limits, work)
     executor = Executor(program.loaded, active, params=store,
-                        engine=make_engine(engine, max_memory, log)
-                        if isinstance(engine, str) else engine, observe=observe, limits=limits,
-                        trace=trace, work=work)
-    with _Watch(executor, progress, progress_interval, definition.name):
+                        engine=_engine(engine, limits, hooks), limits=limits, hooks=hooks,
+                        work=work)
+    with _Watch(executor, hooks, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
     _reject_unused(store)
     return Run(outputs, arrays, dict(store.read), dict(store.updated), dict(values),
-               profile, engine if isinstance(engine, str) else "custom",
-               f"{module.name}.{definition.name}", work.spent)
+               profile, engine if isinstance(engine, str) else "custom", found.name,
+               work.spent)
+
+
+def _engine(engine: str | Engine, limits: Limits, hooks: Hooks) -> Engine:
+    """The engine of a run: one made by name, with the memory limit (when one is set; else
+    the engine's own default) and the log hook; an engine object as it is."""
+    if not isinstance(engine, str):
+        return engine
+    if limits.max_memory is None:
+        return make_engine(engine, log=hooks.log)
+    return make_engine(engine, limits.max_memory, hooks.log)
 
 
 def _canonical(name: str, value: Any, limits: Limits, what: str = "input") -> Any:
@@ -545,40 +566,31 @@ def _canonical(name: str, value: Any, limits: Limits, what: str = "input") -> An
                             f"refinterp's representation") from None
 
 
-def _check_param_names(program: Program, definition: ast.OperatorDef, store: ParameterStore,
-                       values: dict, arrays: dict, generics: tuple, profile: str,
-                       stdlib: str | Path | None, limits: Limits, work: Work) -> None:
+def _check_param_names(target: Target, store: ParameterStore, values: dict, arrays: dict,
+                       generics: tuple, active: rules.Profile, limits: Limits,
+                       work: Work) -> None:
     """Before running: every params entry must name a variable the run reaches (checked
     without values, with a work budget as large as the run's and what is left of its time,
     `work`; where the check cannot follow the composition, after the run). The
     check's result depends only on the program and what instantiates the graph, so a second
-    run of the same graph alike (a benchmark, a harness rerun) reuses it."""
+    run of the same graph alike (a benchmark, a harness rerun) reuses it (`Program.checks`)."""
     from refinterp.language.instance import invocation_key
     inputs = {k: tensor_info(v) for k, v in arrays.items()}
-    key = invocation_key(Invocation(values, inputs, tuple(generics), profile))
-    if key is not None:
-        key = (id(program), definition.name, key, profile, str(stdlib), limits.max_iterations,
-               limits.max_depth, limits.max_pack_length)
-    cached = _CHECKED.get(key) if key is not None else None
-    if cached is not None and cached[0] is program:
-        checked = cached[1]
-    else:
-        checked = shapes(program, op=definition.name, attributes=values, inputs=inputs,
-                         generics=generics, profile=profile, stdlib=stdlib,
-                         max_iterations=limits.max_iterations, max_depth=limits.max_depth,
-                         max_pack_length=limits.max_pack_length, max_work=limits.max_work,
-                         timeout=work.remaining())
+    key = invocation_key(Invocation(values, inputs, tuple(generics), active))
+    if key is not None:  # the time left differs from run to run; the check is the same
+        key = (target.name, key, replace(limits, timeout=None))
+    checks = target.program.checks
+    checked = checks.get(key) if key is not None else None
+    if checked is None:
+        checked = _check(target, values, inputs, generics, active, limits,
+                         Work(limits.max_work, work.remaining()))
         if key is not None:
-            _CHECKED.put(key, (program, checked))
+            checks.put(key, checked)
     if not checked.checked:
         return
     for scoped in checked.variables:
         store.used.update(n for n in store.candidates(scoped) if n in store.arrays)
     _reject_unused(store, sorted(checked.variables))
-
-
-# (program, graph, invocation key, profile, stdlib, limits) -> (program, its `shapes` check)
-_CHECKED: BoundedCache[tuple[Program, Any]] = BoundedCache(32)
 
 
 def _reject_unused(store: ParameterStore, variables: list[str] | None = None) -> None:
@@ -600,10 +612,9 @@ class _Watch:
     """Calls `progress(running operators, seconds)` every `interval` seconds while a run lasts
     (a daemon thread reading the executor's stack of running operators)."""
 
-    def __init__(self, executor: Executor, progress: Progress | None, interval: float,
-                 root: str) -> None:
-        self.executor, self.progress, self.interval, self.root = executor, progress, interval, \
-            root
+    def __init__(self, executor: Executor, hooks: Hooks, root: str) -> None:
+        self.executor, self.root = executor, root
+        self.progress, self.interval = hooks.progress, hooks.progress_interval
         self.done = threading.Event()
 
     def __enter__(self) -> "_Watch":
@@ -627,14 +638,12 @@ def _check_seed(seed: int) -> None:
 
 
 def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
-                  max_tensor_size: int = MAX_TENSOR_SIZE,
-                  max_pack_length: int = MAX_PACK_LENGTH) -> dict[str, Any]:
+                  limits: Limits = Limits()) -> dict[str, Any]:
     """Random arrays for input types (a pack as a tuple of types gives a list of arrays):
     real N(0, 1), int uniform in [0, 10), bool with probability 1/2; reproducible from `seed`
-    and drawn in the order given. Every type is checked against the limits (docs/limits.md)
-    before anything is drawn."""
+    and drawn in the order given. Every type is checked against the tensor size and pack
+    length `limits` (docs/limits.md) before anything is drawn."""
     _check_seed(seed)
-    limits = Limits(max_tensor_size=max_tensor_size, max_pack_length=max_pack_length)
     for name, info in types.items():
         limits.check_tensor(info, f"input '{name}'")
     rng = np.random.default_rng(seed)
@@ -669,7 +678,7 @@ def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
 def run_operator(name: str, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
                  *, generics: tuple[str, ...] = (), file: str | Path | None = None,
                  profile: str = "spec", engine: str | Engine = DEFAULT_ENGINE,
-                 stdlib: str | Path | None = None) -> dict[str, Any]:
+                 limits: Limits = Limits(), stdlib: str | Path | None = None) -> dict[str, Any]:
     """Run operator `name` and return its outputs by name (a pack as a list of arrays): a
     standard operator `module.op`, or an operator of `file`. Shorthand for
     `evaluate(...).outputs`."""
@@ -677,5 +686,5 @@ def run_operator(name: str, inputs: Mapping[str, Any], attributes: Mapping[str, 
         raise ArgumentDiagnostic("name a standard operator as module.operator, or pass file=")
     run = evaluate(file if file is not None else name, op=name if file is not None else None,
                    inputs=inputs, attributes=attributes, generics=generics, profile=profile,
-                   engine=engine, stdlib=stdlib)
+                   engine=engine, limits=limits, stdlib=stdlib)
     return run.outputs

@@ -458,9 +458,10 @@ class _Generator:
         self.e = einsum
         self.spec = einsum.spec
         self.fresh = 0
+        # by id() of axes and operands of `self.spec`, which holds them as long as these dicts
         self.skips: dict[int, str] = {}  # id of a placeholder axis -> its index name
         self.ranked = einsum.row_ranks()
-        self.declared: dict[int, list[str]] = {}
+        self.declared: dict[int, list[str]] = {}  # id of an operand -> its declared extents
         self.skip_bounds: list[str] = []
         self._check()
 

@@ -582,7 +582,7 @@ _CHUNK = 1 << 20  # bytes read at a time into an array: the source of each copy 
 def _read_into(stream: BinaryIO, flat: np.ndarray) -> None:
     """Fill `flat` (a fresh array) with the next bytes of `stream`. The data is read into the
     array itself, chunk by chunk, rather than into one bytes object that is then copied
-    (parameters of hundreds of megabytes: docs/architecture.md, "Whole models")."""
+    (parameters of hundreds of megabytes: docs/performance.md, "Whole models")."""
     buffer = memoryview(flat.view(np.uint8)) if flat.size else memoryview(b"")
     filled = 0
     while filled < len(buffer):

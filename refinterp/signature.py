@@ -7,7 +7,7 @@ printer (`syntax.printer`) writes, so a signature reads like the canonical sourc
 
 `OperatorSignature.one_line()` has this stable format:
 
-    module.name<G: bound = default, ...>{attr: type = default, ...}(in: type, ...) -> (out: type, ...)
+    module.name<G: bound = default, …>{attr: type = default, …}(in: type, …) -> (out: type, …)
 
 - `<...>` (the generics) and `{...}` (the attributes) are left out when there are none; the
   input and output parentheses are always written, empty if need be (`()`).

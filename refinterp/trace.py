@@ -1,14 +1,15 @@
 """Deterministic, diffable run traces (`refinterp eval --trace FILE`; docs/trace.md has the
 format line by line).
 
-A `Recorder` is hooked into `refinterp.api.evaluate` through its `trace` (every invocation's
-call and return) and `observe` (every tensor a @compose/@update block binds) callbacks. It
-gives every tensor it meets an id `T0`, `T1`, ... in the order it first meets them (a call's
-inputs in declaration order, a return's outputs in declaration order, a binding's value; a pack
-item by item), with its dtype, shape, a sha256 of its bytes and summary statistics in a fixed
-format, and plans the tensors the run produced into pools with a first-fit policy over their
-lifetimes. Nothing in the trace depends on addresses, time, paths or dict orders of the
-machine: the same run gives the same bytes, so two traces diff line by line.
+A `Recorder` is hooked into `refinterp.api.evaluate` through the `trace` (every invocation's
+call and return) and `observe` (every tensor a @compose/@update block binds) callbacks of its
+`hooks` (`api.Hooks`). It gives every tensor it meets an id `T0`, `T1`, ... in the order it
+first meets them (a call's inputs in declaration order, a return's outputs in declaration order,
+a binding's value; a pack item by item), with its dtype, shape, a sha256 of its bytes and
+summary statistics in a fixed format, and plans the tensors the run produced into pools with a
+first-fit policy over their lifetimes. Nothing in the trace depends on addresses, time, paths
+or dict orders of the machine: the same run gives the same bytes, so two traces diff line by
+line.
 """
 
 from __future__ import annotations
@@ -196,8 +197,8 @@ def _live_peak(buffers: list[tuple[int, int, int, int, int]]) -> int:
 
 
 class Recorder:
-    """Records a run through `api.evaluate(..., observe=recorder.observe,
-    trace=recorder.invocation)`; `fail(error)` records an error that stopped it; `text()` is
+    """Records a run through `api.evaluate(..., hooks=api.Hooks(observe=recorder.observe,
+    trace=recorder.invocation))`; `fail(error)` records an error that stopped it; `text()` is
     the trace. A step is one line of the events section: a call, a return, a binding, or (after
     an error) the failure of an invocation that was running."""
 
@@ -362,15 +363,19 @@ class Recorder:
 def run_traced(target: Any, trace: str | Path, **options: Any) -> Any:
     """`api.evaluate(target, **options)`, writing the run's trace to file `trace` — also when
     the run fails: then the trace says so and keeps everything recorded up to the error, which
-    is raised after the file is written. Returns the `Run`."""
+    is raised after the file is written. The recorder takes the `observe` and `trace` hooks
+    (the others of `hooks=` are kept). Returns the `Run`."""
+    from dataclasses import replace
+
     from refinterp import api
 
     engine = options.get("engine", api.DEFAULT_ENGINE)
     recorder = Recorder(options.get("profile", "spec"),
                         engine if isinstance(engine, str) else "custom")
+    hooks = replace(options.pop("hooks", api.Hooks()), observe=recorder.observe,
+                    trace=recorder.invocation)
     try:
-        run = api.evaluate(target, observe=recorder.observe, trace=recorder.invocation,
-                           **options)
+        run = api.evaluate(target, hooks=hooks, **options)
     except BaseException as error:
         recorder.fail(error)
         _write(trace, recorder, error)

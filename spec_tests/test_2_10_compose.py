@@ -9,6 +9,7 @@ import pytest
 
 from refinterp.language.invocation import tensor_info
 from refinterp.run.compose import Executor
+from refinterp.run.limits import Limits
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation
 from refinterp.language.modules import Loader
@@ -237,4 +238,5 @@ def test_iteration_limit_is_a_diagnostic(tmp_path: Path) -> None:
     inputs = {"k": np.array(50)}
     invocation = Invocation({}, {"k": tensor_info(inputs["k"])})
     with pytest.raises(Diagnostic, match="ran 10 iterations"):
-        Executor(program, max_iterations=10).run(definition, program.main, invocation, inputs)
+        Executor(program, limits=Limits(max_iterations=10)).run(definition, program.main,
+                                                                invocation, inputs)

@@ -1,4 +1,4 @@
-"""Spec §2.12: every example of "Defining lower level computation", run by the scalar engine
+"""Spec §2.12: every example of "Defining lower level computation", run by the reference
 and compared with independent NumPy code."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
-from refinterp.lower.scalar import run_lowering
+from refinterp.lower.reference import run_reference
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
@@ -27,7 +27,7 @@ def run(text: str, inputs: dict, attributes: dict | None = None, name: str | Non
 
     instance = instantiate(definition, Invocation(attributes or {},
                                                   {k: info(v) for k, v in inputs.items()}))
-    return run_lowering(instance, inputs)
+    return run_reference(instance, inputs)
 
 
 MATMUL = """operator matmul {

@@ -171,7 +171,8 @@ def test_affine_extents() -> None:
     assert (inst.symbols["m"], inst.symbols["k"], inst.symbols["s"], inst.symbols["d"]) == \
         (2, 4, (3, 3), 1)
     assert "does not fit 2 * d" in fails(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 4)}).message
-    assert "is 5, expected 4 (n / 2)" in fails(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 3, 5)}).message
+    assert "is 5, expected 4 (n / 2)" in \
+        fails(op(AFFINE), {"n": 8}, {"x": real(2, 5, 3, 3, 5)}).message
 
 
 def test_tensor_packs_shared_and_distinct_extents() -> None:

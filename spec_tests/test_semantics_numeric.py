@@ -681,7 +681,7 @@ def test_builtins_reject_wrong_types(profile) -> None:
 
 
 def test_profiles_registry() -> None:
-    """DESIGN.md "Semantics profiles": `spec` (the default) and `khronos`, by name."""
+    """The profiles of docs/semantics.md: `spec` (the default) and `khronos`, by name."""
     assert PROFILES == {"spec": SPEC, "khronos": KHRONOS}
     assert SPEC.name == "spec" and KHRONOS.name == "khronos"
     assert binary("/", -7, 2) == binary("/", -7, 2, SPEC) == -4  # the default is spec

@@ -343,7 +343,7 @@ def test_unknown_params_key_is_found_before_the_run_when_the_composition_can_be_
     assert error.code == "E0702"
 
 
-def test_unknown_params_key_is_found_after_the_run_when_the_composition_cannot_be_followed() -> None:
+def test_unknown_params_key_is_found_after_the_run_where_the_check_cannot_follow() -> None:
     text = """import math;
 
 operator scale {
@@ -484,3 +484,86 @@ graph G {
     if result.checked:  # nonzero's output extent is data dependent: a stop is expected
         raise AssertionError("expected the check to stop")
     assert "nz.sknd:5:" in result.stopped, result.stopped
+
+
+# ------------------------------------------------------------------------ limits, hooks, targets
+
+TWICE = """operator twice {
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @lower { y[i] = x[i] * 2.0, i < n; }
+}
+"""
+
+
+def test_limits_and_hooks_reach_the_executor_as_the_caller_made_them(monkeypatch) -> None:
+    """One `Limits` and one `Hooks`, made by the caller, are the very objects the executor
+    gets: nothing rebuilds them on the way (docs/api.md "Limits and hooks")."""
+    from refinterp.run.compose import Executor
+
+    seen: list[tuple] = []
+    original = Executor.__init__
+
+    def init(self, *args, **kwargs):
+        seen.append((kwargs.get("limits"), kwargs.get("hooks")))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Executor, "__init__", init)
+    limits = ri.Limits(max_work=10 ** 6, max_memory=2 ** 20, timeout=60.0)
+    bound: list[str] = []
+    hooks = ri.Hooks(observe=lambda name, value: bound.append(name))
+    program = ri.load_source(TWICE.replace("operator twice", "operator twice_") + """
+graph G {
+    @input { x: real[2]; }
+    @output { z: real[2]; }
+    @compose { y = twice_(x); z = twice_(y); }
+}
+""", path="twice.sknd")
+    run = ri.evaluate(program, inputs={"x": [1.0, -2.0]}, limits=limits, hooks=hooks)
+    assert run.outputs["z"].tolist() == [4.0, -8.0]  # 4x by hand
+    assert bound == ["y", "z"]
+    assert seen and all(got_limits is limits and got_hooks is hooks
+                        for got_limits, got_hooks in seen)
+    checked = ri.shapes(program, limits=limits)
+    assert checked.outputs["z"].shape == (2,) and seen[-1][0] is limits
+
+
+def test_a_resolved_target_is_used_as_it_is(monkeypatch) -> None:
+    """`resolve` finds the operator once; `fixed_inputs`, `shapes` and `evaluate` given the
+    `Target` do not look it up again."""
+    program = ri.load_source(TWICE, path="twice.sknd")
+    target = ri.resolve(program)
+    # the module is named after the file: twice.sknd
+    assert (target.name, target.definition.name) == ("twice.twice", "twice")
+    assert target.program is program
+    found = []
+    original = ri.Program.find
+    monkeypatch.setattr(ri.Program, "find",
+                        lambda self, name=None: found.append(name) or original(self, name))
+    assert ri.fixed_inputs(target) == {}
+    checked = ri.shapes(target, inputs={"x": ri.TensorType("real", (3,))})
+    assert checked.outputs["y"].shape == (3,)
+    assert ri.evaluate(target, inputs={"x": [1.0, 2.0]}).outputs["y"].tolist() == [2.0, 4.0]
+    assert found == []
+    assert error_of(ri.resolve, target, "twice").code == "E0901"
+
+
+def test_the_command_line_resolves_its_target_once(monkeypatch, tmp_path, capsys) -> None:
+    """`eval --random-inputs` lists the fixed inputs, then runs: one look-up of the operator."""
+    from refinterp.cli import main
+
+    path = tmp_path / "g.sknd"
+    path.write_text(TWICE + """
+graph G {
+    @input { x: real[3]; }
+    @output { y: real[3]; }
+    @compose { y = twice(x); }
+}
+""")
+    found = []
+    original = ri.Program.find
+    monkeypatch.setattr(ri.Program, "find",
+                        lambda self, name=None: found.append(name) or original(self, name))
+    assert main(["eval", str(path), "--random-inputs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["y"]["shape"] == [3]
+    assert found == [None]

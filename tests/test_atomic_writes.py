@@ -69,7 +69,8 @@ class = "exact"
 [[case]]
 op = "div"
 name = "int_rounding"
-inputs = {{ x = {{ type = "int[2]", values = [7, -7] }}, y = {{ type = "int[2]", values = [2, 2] }} }}
+inputs = {{ x = {{ type = "int[2]", values = [7, -7] }}, \
+y = {{ type = "int[2]", values = [2, 2] }} }}
 class = "exact"
 
 [[case]]

@@ -1,4 +1,4 @@
-"""Body-less declarations of another standard library (issue 18 item 5; docs/semantics.md,
+"""Body-less declarations of another standard library (docs/semantics.md,
 "Body-less operators"): a library operator without @lower/@compose and without an intrinsic runs
 refinterp's bundled definition of the same qualified name when the interfaces match.
 

@@ -106,7 +106,7 @@ def test_max_iterations_and_max_depth_are_diagnostics(tmp_path: Path, capsys) ->
     assert main(["eval", path, "--op", "recurse", "--input", "x=0"]) == 1  # default 256
     assert "nest deeper than 256" in capsys.readouterr().err
     assert main(["eval", path, "--op", "forever", "--input", "x=0", "--max-iterations",
-                 "0"]) == 2  # an unusable option value is command-line misuse (issue 15)
+                 "0"]) == 2  # an unusable option value is command-line misuse
 
 
 DYNAMIC = """import math;
@@ -163,7 +163,7 @@ def test_engines_agree_and_verbose_names_them(tmp_path: Path, capsys) -> None:
         results[engine] = np.load(out)["C"]
         err = capsys.readouterr().err
         # 6000 iterations: auto vectorises; the scalar engine names each formula's path
-        expected = "scalar; formula at line 4: generated code" if engine == "scalar" \
+        expected = "compiled; formula at line 4: generated code" if engine == "scalar" \
             else "vector"
         assert "engine: matmul (" in err and err.rstrip().endswith(expected), err
     for engine in ("vector", "auto"):

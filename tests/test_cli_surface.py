@@ -363,9 +363,9 @@ def test_a_long_run_reports_which_operators_are_running() -> None:
     # large enough to last several intervals on the scalar engine's generated code
     a = np.arange(80 * 96, dtype=float).reshape(80, 96) / 100
     b = np.ones((96, 64))
-    run = api.evaluate("linalg.matmul", inputs={"A": a, "B": b}, engine="scalar",
-                       progress=lambda running, seconds: seen.append((running, seconds)),
-                       progress_interval=0.01)
+    hooks = api.Hooks(progress=lambda running, seconds: seen.append((running, seconds)),
+                      progress_interval=0.01)
+    run = api.evaluate("linalg.matmul", inputs={"A": a, "B": b}, engine="scalar", hooks=hooks)
     assert np.allclose(run.outputs["Z"], a @ b)
     assert seen and seen[0][0][0] == "matmul" and all(s > 0 for _, s in seen)
 
@@ -408,7 +408,49 @@ def test_json_results_carry_warnings(tmp_path, capsys) -> None:
      "a seed is a non-negative int"),
 ])
 def test_odd_operator_names_and_seeds_are_diagnostics(capsys, args, message) -> None:
-    """Found by probing the command line after the API work: these were internal errors. A
-    bad option value (--seed -1) is command-line misuse, exit 2 (issue 15)."""
+    """Odd operator names and seeds are diagnostics, never internal errors; a bad option
+    value (--seed -1) is command-line misuse, exit 2."""
     status, _, err = run(capsys, *args)
     assert status == (2 if "--seed" in args else 1) and message in err, err
+
+
+# ------------------------------------------------------------------ the package's own layout
+
+
+def test_each_command_is_one_module_with_its_parser_and_its_action() -> None:
+    """`main` builds the parser from the command modules: `cmd_NAME.py` for every command,
+    each with `add_parser` and `run`, and no command module besides."""
+    from refinterp import cli
+
+    folder = Path(__file__).resolve().parent.parent / "refinterp" / "cli"
+    assert sorted(cli.COMMANDS) == sorted(p.stem[4:] for p in folder.glob("cmd_*.py"))
+    for name in cli.COMMANDS:
+        module = cli.command_module(name)
+        assert callable(module.add_parser) and callable(module.run), name
+
+
+def test_the_cli_modules_import_one_way() -> None:
+    """__init__ -> cmd_* -> arrays -> options -> output: a module of the package imports only
+    modules below it (so there is no import circle), lazily imported ones included."""
+    import ast as python_ast
+
+    rank = {"output": 0, "options": 1, "arrays": 2, "cmd": 3, "__init__": 4}
+    folder = Path(__file__).resolve().parent.parent / "refinterp" / "cli"
+    wrong = []
+    for path in sorted(folder.glob("*.py")):
+        own = rank[path.stem.partition("_")[0] if path.stem.startswith("cmd_") else path.stem]
+        for node in python_ast.walk(python_ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, python_ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, python_ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] != ["refinterp", "cli"] or len(parts) < 3:
+                    continue
+                stem = parts[2]
+                target = rank.get("cmd" if stem.startswith("cmd_") else stem)
+                if target is not None and target >= own:
+                    wrong.append(f"{path.name} imports {name}")
+    assert not wrong, wrong

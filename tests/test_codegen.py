@@ -1,4 +1,4 @@
-"""The generated-source fast path of the scalar engine equals its closure path exactly."""
+"""The compiled engine's generated source equals the reference exactly."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import pytest
 from refinterp.core.files import read_source
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
-from refinterp.lower import codegen
+from refinterp.lower.common import allocate_outputs
+from refinterp.lower.compiled import kernel
+from refinterp.lower.compiled.runner import compile_formula, run_compiled
 from refinterp.lower.plan import plan_lowering
-from refinterp.lower.scalar import allocate_outputs, run_lowering
+from refinterp.lower.reference import run_reference
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
@@ -57,14 +59,14 @@ def outcome(definition, seed: int, generated: bool):
         instance = instantiate(definition, inv)
         copies = {k: [a.copy() for a in v] if isinstance(v, list) else v.copy()
                   for k, v in arrays.items()}
-        return "ok", run_lowering(instance, copies, generated=generated)
+        return "ok", (run_compiled if generated else run_reference)(instance, copies)
     except Diagnostic as diag:
         return "error", diag.message
 
 
 @pytest.mark.parametrize("path, definition", LOWERED,
                          ids=[f"{p.stem}:{d.name}" for p, d in LOWERED])
-def test_generated_path_equals_closure_path(path: Path, definition) -> None:
+def test_generated_code_equals_the_reference(path: Path, definition) -> None:
     for seed in range(3):
         fast, slow = outcome(definition, seed, True), outcome(definition, seed, False)
         assert fast[0] == slow[0], (fast, slow)
@@ -81,8 +83,8 @@ def test_matmul_and_conv_shapes_take_the_generated_path() -> None:
                                                        "B": TensorInfo("real", (3, 4))}))
     plan = plan_lowering(instance)
     arrays = {"A": np.ones((2, 3)), "B": np.ones((3, 4)), **allocate_outputs(instance, plan)}
-    runner = codegen.compile_formula(instance, plan.formulas[0], arrays, instance.environment()
-                                     .profile, lambda node, message, frame: Diagnostic(message))
+    runner = compile_formula(instance, plan.formulas[0], arrays,
+                             instance.environment().profile)
     assert runner is not None
     runner()
     np.testing.assert_array_equal(arrays["C"], np.full((2, 4), 3.0))
@@ -102,7 +104,7 @@ def test_index_names_do_not_clash_with_generated_variables() -> None:
     x = np.arange(6.0).reshape(2, 3)
     instance = instantiate(definition, Invocation({}, {"x": TensorInfo("real", (2, 3))}))
     for generated in (True, False):
-        out = run_lowering(instance, {"x": x}, generated=generated)
+        out = (run_compiled if generated else run_reference)(instance, {"x": x})
         assert np.array_equal(out["y"], 2 * x)
         assert np.array_equal(out["z"], x.sum(axis=1) ** 2)
 
@@ -110,7 +112,7 @@ def test_index_names_do_not_clash_with_generated_variables() -> None:
 def test_a_guard_in_an_untaken_branch_does_not_skip() -> None:
     """`c ? a : x[|k + 1|]` with c true: the guarded access is never evaluated, so nothing is
     skipped; and `&&` evaluates both operands (a division by zero on its right is an error
-    even when the left is false), as on the closure path. Found by the vector engine's
+    even when the left is false), as on the reference. Found by the vector engine's
     equality suite."""
     source = SourceFile("<test>", """operator f {
   @input { m: bool[1, 1]; n: int[2]; }
@@ -127,12 +129,12 @@ def test_a_guard_in_an_untaken_branch_does_not_skip() -> None:
     messages = []
     for generated in (True, False):
         with pytest.raises(Diagnostic) as caught:
-            run_lowering(instance, inputs, generated=generated)
+            (run_compiled if generated else run_reference)(instance, inputs)
         messages.append(caught.value.message)
     assert messages[0] == messages[1] and "zero" in messages[0]
     inputs["n"] = np.array([1, 2])
     for generated in (True, False):
-        out = run_lowering(instance, inputs, generated=generated)
+        out = (run_compiled if generated else run_reference)(instance, inputs)
         assert out["y"].tolist() == [True] and out["z"].tolist() == [False, False]
 
 
@@ -157,13 +159,13 @@ def test_multiplying_by_int_of_an_infinite_real_is_an_error() -> None:
 
 
 # ------------------------------------------------------------- operations by the numeric rules
-# (issue 25 A: generated code calls the functions rules.binary_function etc. resolve per kind;
+# (generated code calls the functions rules.binary_function etc. resolve per kind;
 # special values and NumPy expectations in tests/test_codegen_numeric.py)
 
 
 @pytest.mark.parametrize("path, definition", LOWERED,
                          ids=[f"{p.stem}:{d.name}" for p, d in LOWERED])
-def test_generated_path_equals_closure_path_under_khronos(path: Path, definition) -> None:
+def test_generated_code_equals_the_reference_under_khronos(path: Path, definition) -> None:
     """The corpus again under the khronos profile (C division and modulo, fmod, std::min/max,
     mixed int and real promoted), where other specialized functions are resolved."""
     from refinterp.numeric import rules
@@ -176,8 +178,8 @@ def test_generated_path_equals_closure_path_under_khronos(path: Path, definition
                 instance = instantiate(definition, inv)
                 copies = {k: [a.copy() for a in v] if isinstance(v, list) else v.copy()
                           for k, v in arrays.items()}
-                results.append(("ok", run_lowering(instance, copies, rules.KHRONOS,
-                                                   generated=generated)))
+                run = run_compiled if generated else run_reference
+                results.append(("ok", run(instance, copies, rules.KHRONOS)))
             except Diagnostic as diag:
                 results.append(("error", diag.message))
         fast, slow = results
@@ -194,8 +196,8 @@ def test_generated_path_equals_closure_path_under_khronos(path: Path, definition
 
 def kernel_outcome(text: str, inputs: dict[str, np.ndarray]) -> tuple[str, object]:
     """Each formula of the one operator in `text` run by its generated kernel alone (no rerun
-    on the tree walk after an error): ("ok", outputs) or ("error", (code, notes))."""
-    from refinterp.lower.scalar import _failure, lowering_arrays
+    on the reference after an error): ("ok", outputs) or ("error", (code, notes))."""
+    from refinterp.lower.common import lowering_arrays
 
     definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
     kinds = {"f": "real", "i": "int", "b": "bool"}
@@ -207,7 +209,7 @@ def kernel_outcome(text: str, inputs: dict[str, np.ndarray]) -> tuple[str, objec
     profile = instance.environment().profile
     try:
         for formula in plan.formulas:
-            runner = codegen.compile_formula(instance, formula, arrays, profile, _failure)
+            runner = compile_formula(instance, formula, arrays, profile)
             assert runner is not None, "not generated"
             runner()
     except Diagnostic as diag:
@@ -221,8 +223,7 @@ def tree_walk_outcome(text: str, inputs: dict[str, np.ndarray]) -> tuple[str, ob
     infos = {k: TensorInfo(kinds[v.dtype.kind], v.shape) for k, v in inputs.items()}
     instance = instantiate(definition, Invocation({}, infos))
     try:
-        return "ok", run_lowering(instance, {k: v.copy() for k, v in inputs.items()},
-                                  generated=False)
+        return "ok", run_reference(instance, {k: v.copy() for k, v in inputs.items()})
     except Diagnostic as diag:
         return "error", (diag.code, list(diag.notes))
 
@@ -246,9 +247,9 @@ ORDER = [  # (value of y[i], the code of the error, the iteration it fails in; N
 
 @pytest.mark.parametrize("value, code, where", ORDER, ids=[v for v, _, _ in ORDER])
 def test_an_operand_that_may_fail_fails_before_a_later_guard_or_check(value, code, where):
-    """The tree walk computes operands left to right: an operand that fails (a division by
+    """The reference computes operands left to right: an operand that fails (a division by
     zero) fails before a guard of a later operand skips the iteration or its range check
-    fails. The generated kernel itself (not the tree walk's rerun after an error) must fail
+    fails. The generated kernel itself (not the reference's rerun after an error) must fail
     in the same iteration with the same kind of error, or succeed with the same values."""
     text = ("operator f { @input { a: int[3]; b: int[3]; c: int[3]; d: int[3, 3]; } "
             f"@output {{ y: int[3]; }} @lower {{ y[i] = {value}, i < 3; }} }}")
@@ -291,7 +292,7 @@ def generated_source(text: str, inputs: dict[str, np.ndarray], formula: int = 0)
     instance = instantiate(definition, Invocation({}, infos))
     plan = plan_lowering(instance)
     arrays = {**inputs, **allocate_outputs(instance, plan)}
-    return codegen.Generator(instance, plan.formulas[formula], arrays,
+    return kernel.Generator(instance, plan.formulas[formula], arrays,
                              instance.environment().profile).generate()
 
 
@@ -306,7 +307,7 @@ def loop_body(source: str, variable: str) -> list[str]:
 
 def test_loop_invariant_values_that_cannot_fail_are_hoisted() -> None:
     """`sqrt(x[i]) * 2.0` (a local) and `exp(w[i])` depend on i only and cannot raise: they
-    are computed once per i, outside the loop over j; the same values as the tree walk."""
+    are computed once per i, outside the loop over j; the same values as the reference."""
     text = ("operator f { @input { x: real[n]; w: real[n]; } @output { y: real[n, 4]; } "
             "@lower { r = `sqrt`(x[i]) * 2.0, y[i, j] = r + `exp`(w[i]) * real(j), "
             "i < n, j < 4; } }")
@@ -319,9 +320,9 @@ def test_loop_invariant_values_that_cannot_fail_are_hoisted() -> None:
 
 
 def test_loop_invariant_values_that_may_fail_stay_in_the_inner_loop() -> None:
-    """`10 / x[i]` depends on i only but may fail: it stays where the tree walk computes it, so
+    """`10 / x[i]` depends on i only but may fail: it stays where the reference computes it, so
     the error comes in the same iteration (j = 0 of i = 1), and not at all where the loop over
-    j is empty (the tree walk never computes it there)."""
+    j is empty (the reference never computes it there)."""
     text = ("operator f { @input { x: int[3]; } @output { y: int[3, M]; } "
             "@lower { r = 10 / x[i], y[i, j] = r + j, i < 3, j < M; } }")
     inputs = {"x": np.array([5, 0, 2])}
@@ -337,7 +338,7 @@ def test_loop_invariant_values_that_may_fail_stay_in_the_inner_loop() -> None:
 
 def test_a_read_of_the_output_is_not_hoisted() -> None:
     """`y[i, 0]` depends on i only, but the loop over j writes it (at j = 0): every iteration
-    reads its current value, as on the tree walk."""
+    reads its current value, as on the reference."""
     text = ("operator f { @input { x: real[3]; } @output { y: real[3, 3]; } "
             "@lower { y[i, j] = y[i, 0] + x[i], i < 3, j < 3; } }")
     inputs = {"x": np.array([1.0, 2.0, 3.0])}
@@ -395,7 +396,7 @@ def test_an_output_read_by_its_own_value_is_not_kept_in_a_local() -> None:
             "@lower { z[i] = 1.0, i < n; z[i] += z[0] * x[j], i < n, j < n; } }")
     definition = parse_module(SourceFile("<t>", text)).module.definitions[0]
     x = np.array([0.5, -2.0, 3.0])
-    outputs = run_lowering(instantiate(definition, Invocation(
+    outputs = run_compiled(instantiate(definition, Invocation(
         {}, {"x": TensorInfo("real", (3,))})), {"x": x})
     z = [1.0, 1.0, 1.0]
     for i in range(3):

@@ -1,5 +1,5 @@
 """Generated code for the operations the numeric rules resolve per kind (rules.binary_function,
-unary_function, cast_function, builtin_function): bit-identical to the closure path, equal to
+unary_function, cast_function, builtin_function): bit-identical to the reference, equal to
 independent NumPy / Python expectations, with nan, ±inf, -0.0 and int64 extremes, erroring in
 the same iteration with the same message, in both profiles."""
 
@@ -17,7 +17,9 @@ import pytest
 from refinterp import api
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
-from refinterp.lower import codegen, scalar
+from refinterp.lower import reference
+from refinterp.lower.common import allocate_outputs
+from refinterp.lower.compiled import kernel, runner as compiled, source
 from refinterp.lower.plan import plan_lowering
 from refinterp.numeric import rules
 from refinterp.syntax import parse_module
@@ -45,21 +47,21 @@ def program(value: str, x: np.ndarray, y: np.ndarray | None, out: str):
 
 def run(prog, inputs: dict, profile: str, generated: bool, refused: bool = False):
     """("ok", output) or ("error", message) on one path; with `generated`, codegen must take
-    the formula (or, with `refused`, must leave it to the closure path)."""
+    the formula (or, with `refused`, must leave it to the reference)."""
     taken: list[bool] = []
 
     def compile_formula(*args):
-        runner = codegen.compile_formula(*args) if generated else None
+        runner = original(*args) if generated else None
         taken.append(runner is not None)
         return runner
-    original, scalar.compile_formula = scalar.compile_formula, compile_formula
+    original, compiled.compile_formula = compiled.compile_formula, compile_formula
     try:
         outcome = ("ok", api.evaluate(prog, inputs=inputs, engine="scalar",
                                       profile=profile).outputs["z"])
     except Diagnostic as diag:
         outcome = ("error", diag.message)
     finally:
-        scalar.compile_formula = original
+        compiled.compile_formula = original
     assert all(taken) == (generated and not refused), f"generated: {taken}"
     return outcome
 
@@ -78,7 +80,7 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def both_paths(value: str, x, y, out: str, profile: str, refused: bool = False):
-    """The generated path's outcome, checked identical to the closure path's."""
+    """The generated path's outcome, checked identical to the reference's."""
     prog = program(value, x, y, out)
     inputs = {"x": x} if y is None else {"x": x, "y": y}
     fast, slow = run(prog, inputs, profile, True, refused), run(prog, inputs, profile, False)
@@ -160,7 +162,7 @@ def test_real_division_by_a_constant_is_inlined_and_ieee() -> None:
         text = (f"operator f {{ @input {{ x: real[n]; }} @output {{ z: real[n]; }} "
                 f"@lower {{ z[i] = x[i] / {divisor}, i < n; }} }}")
         instance, formula, arrays = _formula(text, {"x": REALS})
-        source = codegen.Generator(instance, formula, arrays, rules.SPEC).generate()
+        source = kernel.Generator(instance, formula, arrays, rules.SPEC).generate()
         called = "G_" in source or "F_" in source  # a rule function (total or not) is called
         assert called == (float(divisor) == 0.0), source  # only for 0.0
 
@@ -274,20 +276,19 @@ def _formula(text: str, inputs: dict) -> tuple:
     infos = {k: TensorInfo(TYPES[v.dtype], v.shape) for k, v in inputs.items()}
     instance = instantiate(definition, Invocation({}, infos))
     plan = plan_lowering(instance)
-    return instance, plan.formulas[0], {**inputs, **scalar.allocate_outputs(instance, plan)}
+    return instance, plan.formulas[0], {**inputs, **allocate_outputs(instance, plan)}
 
 
 def _generated_failure(text: str, inputs: dict, profile: str) -> tuple[str, dict]:
     """The message the generated kernel itself fails with (the engine then reruns the closure
-    path for its diagnostic), and the closure path's message and iteration."""
+    path for its diagnostic), and the reference's message and iteration."""
     instance, formula, arrays = _formula(text, inputs)
-    runner = codegen.compile_formula(instance, formula, arrays, rules.PROFILES[profile],
-                                     lambda node, message, frame: Diagnostic(message))
+    runner = compiled.compile_formula(instance, formula, arrays, rules.PROFILES[profile])
     assert runner is not None
     with pytest.raises(Diagnostic) as generated:
         runner()
     with pytest.raises(Diagnostic) as closure:
-        scalar.FormulaRunner(instance, formula, arrays, rules.PROFILES[profile]).run()
+        reference.FormulaRunner(instance, formula, arrays, rules.PROFILES[profile]).run()
     return generated.value.message, {"closure": closure.value.message,
                                      "notes": closure.value.notes}
 
@@ -329,7 +330,7 @@ def test_int64_overflow_is_an_error_in_both_paths() -> None:
 
 
 def test_int_of_reals_truncates_and_saturates_when_stored() -> None:
-    """`int(x)` of ±inf is int(±inf), stored as the int64 extremes (scalar.py `checked`): it
+    """`int(x)` of ±inf is int(±inf), stored as the int64 extremes (reference.py `checked`): it
     generates now (it was refused as 'value type'); int(nan) and int(1e20) are errors."""
     x = np.array([0.0, -0.0, 2.5, -2.5, 0.49999999999999994, -7.9, INF, -INF, 9.2e18])
     kind, z = both_paths("int(x[i])", x, None, "int", "spec")
@@ -352,8 +353,8 @@ def test_int_of_real_clamped_by_min_max_is_a_plain_int() -> None:
     log: list[str] = []
     api.evaluate("image.nearest_resize", inputs={"input": np.arange(16.0).reshape(1, 1, 4, 4)},
                  attributes={"axes": [2, 3], "size": [6, 6]}, engine="scalar",
-                 log=lambda instance, how: log.append(how))
-    assert log and all("generated code" in how and "tree walk" not in how for how in log), log
+                 hooks=api.Hooks(log=lambda instance, how: log.append(how)))
+    assert log and all("generated code" in how and "reference" not in how for how in log), log
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -478,7 +479,7 @@ def test_what_codegen_calls_total_never_raises(profile: str) -> None:
         for right in KINDS:
             for op in rules.ARITHMETIC_OPS + rules.COMPARISON_OPS + rules.LOGICAL_OPS + \
                     rules.MIN_MAX_OPS:
-                if not codegen.total_binary(op, left, right):
+                if not source.total_binary(op, left, right):
                     continue
                 function = rules.binary_function(op, left, right, rules.PROFILES[profile])
                 assert function.kind is not None, (op, left, right)
@@ -487,19 +488,19 @@ def test_what_codegen_calls_total_never_raises(profile: str) -> None:
                         function.function(a, b)  # no exception
                 checked += 1
         for target in ("int", "real", "bool"):
-            if codegen.total_cast(target, left):
+            if source.total_cast(target, left):
                 for a in SPECIAL[left]:
                     rules.cast_function(target, left, rules.PROFILES[profile]).function(a)
                 checked += 1
         for name in rules.BUILTINS:
-            if codegen.total_builtin(name, left):
+            if source.total_builtin(name, left):
                 for a in SPECIAL[left]:
                     rules.builtin_function(name, left, rules.PROFILES[profile]).function(a)
                 checked += 1
     assert checked > 40
     # and some that may raise are not claimed
-    assert not codegen.total_binary("/", "int", "int")
-    assert not codegen.total_binary("+", rules.INT_OR_INF, "int")
-    assert not codegen.total_binary("+", "int", "real")  # converted (khronos) or an error
-    assert not codegen.total_cast("int", "real")  # int(nan)
-    assert not codegen.total_builtin("sqrt", "int")
+    assert not source.total_binary("/", "int", "int")
+    assert not source.total_binary("+", rules.INT_OR_INF, "int")
+    assert not source.total_binary("+", "int", "real")  # converted (khronos) or an error
+    assert not source.total_cast("int", "real")  # int(nan)
+    assert not source.total_builtin("sqrt", "int")

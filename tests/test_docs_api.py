@@ -75,7 +75,8 @@ def test_every_diagnostic_code_is_documented() -> None:
     assert not unknown, f"docs/api.md lists codes that diagnostics.CODES does not: {unknown}"
 
 
-CODE_LITERAL = re.compile(r"""(?:\bcode\s*=|\bdefault_code\s*(?::\s*[\w\[\]]+\s*)?=)\s*["']([A-Z]\d{4})["']""")
+CODE_LITERAL = re.compile(
+    r"""(?:\bcode\s*=|\bdefault_code\s*(?::\s*[\w\[\]]+\s*)?=)\s*["']([A-Z]\d{4})["']""")
 ANY_CODE_LITERAL = re.compile(r"""["']([EWN]\d{4})["']""")
 
 

@@ -27,7 +27,7 @@ NONZERO = """operator nz {
 }
 """
 
-ENGINES = ("scalar", "vector", "auto")
+ENGINES = ("reference", "compiled", "vector", "auto")
 
 
 def nonzero(x: np.ndarray, engine: str = "scalar", profile: str = "spec") -> np.ndarray:
@@ -235,10 +235,10 @@ def test_shapes_show_the_bound() -> None:
 
 def test_engines_refuse_the_counting_formula_and_say_why() -> None:
     program = ri.load_source(NONZERO)
-    for name, expected in [("scalar", "scalar; formula at line 4: tree walk (it counts the "
-                                      "dynamic extent 'k')"),
-                           ("vector", "vector; formula at line 4: scalar (it counts the dynamic "
-                                      "extent 'k')")]:
+    for name, expected in [("compiled", "compiled; formula at line 4: reference (it counts "
+                                        "the dynamic extent 'k')"),
+                           ("vector", "vector; formula at line 4: compiled (it counts the "
+                                      "dynamic extent 'k')")]:
         said: list[str] = []
         engine = make_engine(name, log=lambda instance, how: said.append(how))
         x = sparse((4, 3))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.api import evaluate, run_operator, shapes
+from refinterp.api import Hooks, evaluate, run_operator, shapes
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.invocation import (EmptyPack, EmptyPackType, TensorInfo,
                                            describe_type, tensor_info)
@@ -246,7 +246,8 @@ def test_khronos_dynamic_lstm_graph(length):
     seen: dict = {}
     run = evaluate(Path(KHRONOS).parent / "test" / "unittest.sknd", op="dynamic_lstm",
                    inputs={"X": x, "len": np.array([length])}, random_params=True,
-                   stdlib=KHRONOS, profile="khronos", observe=seen.__setitem__)
+                   stdlib=KHRONOS, profile="khronos",
+                   hooks=Hooks(observe=seen.__setitem__))
     params = {name.rpartition(".")[2]: value for name, value in run.params.items()}
     zeros = np.zeros((1, 64))
     ys, h, c = lstm_reference(x, params["W"], params["R"], params["B"], zeros, zeros,

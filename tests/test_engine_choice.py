@@ -32,7 +32,7 @@ def choices(name: str, inputs: dict, attributes: dict | None = None,
 
 def test_a_tiny_operator_runs_where_it_is_estimated_cheaper() -> None:
     [(_, choice, outputs)] = choices("math.add", {"x": np.ones((2, 3)), "y": np.ones((2, 3))})
-    cheaper = "scalar" if choice.scalar_us < choice.vector_us else "vector"
+    cheaper = "compiled" if choice.compiled_us < choice.vector_us else "vector"
     assert choice.engine == cheaper and "estimated" in choice.reason
     np.testing.assert_array_equal(outputs["z"], np.full((2, 3), 2.0))
 
@@ -40,28 +40,28 @@ def test_a_tiny_operator_runs_where_it_is_estimated_cheaper() -> None:
 def test_a_4096_element_relu_is_vectorised() -> None:
     x = np.random.default_rng(0).standard_normal((1, 4096))
     [(_, choice, outputs)] = choices("nn.relu", {"x": x})
-    assert choice.engine == "vector" and choice.vector_us < choice.scalar_us
+    assert choice.engine == "vector" and choice.vector_us < choice.compiled_us
     np.testing.assert_array_equal(outputs["y"], np.maximum(x, 0.0))
 
 
-def test_many_sequential_steps_run_on_the_scalar_engine() -> None:
+def test_many_sequential_steps_run_on_the_compiled_engine() -> None:
     """argmax along a long axis: the vector engine would run 4096 steps of 64 cells."""
     x = np.random.default_rng(1).standard_normal((64, 4096))
     [(_, choice, outputs)] = choices("math.argmax", {"input": x}, {"axis": 1})
-    assert choice.engine == "scalar" and choice.scalar_us < choice.vector_us
+    assert choice.engine == "compiled" and choice.compiled_us < choice.vector_us
     np.testing.assert_array_equal(outputs["output"][:, 0], x.argmax(axis=1))
     [(_, short, _)] = choices("math.argmax", {"input": x.T.copy()}, {"axis": 1})
     assert short.engine == "vector"  # 64 steps of 4096 cells
 
 
-def test_a_formula_the_vector_engine_refuses_runs_on_the_scalar_engine(tmp_path: Path
-                                                                       ) -> None:
+def test_a_formula_the_vector_engine_refuses_runs_on_the_compiled_engine(tmp_path: Path
+                                                                         ) -> None:
     text = ("operator nz {\n    @input { x: real[n]; }\n    @output { y: int[k|n]; }\n"
             "    @lower {\n        y[k] = i, i < n | x[i] != 0.0;\n    }\n}\n")
     path = tmp_path / "nz.sknd"
     path.write_text(text)
     [(_, choice, outputs)] = choices("nz", {"x": np.array([0.0, 2.0, 0.0, 3.0])}, file=path)
-    assert choice.engine == "scalar"
+    assert choice.engine == "compiled"
     assert choice.reason == ("the vector engine refuses the formula at line 5: it counts the "
                              "dynamic extent 'k'")
     np.testing.assert_array_equal(outputs["y"], [1, 3])
@@ -76,7 +76,7 @@ def test_verbose_says_the_choice_and_its_reason(tmp_path: Path, capsys) -> None:
     assert main(["eval", str(path), "--random", "x", "--verbose"]) == 0
     err = capsys.readouterr().err
     assert "engine: relu (" in err and "auto chose vector (estimated " in err, err
-    assert " vector, " in err and " scalar): vector" in err, err
+    assert " vector, " in err and " compiled): vector" in err, err
 
 
 def test_params_of_the_right_dtype_reach_the_engine_uncopied(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ from refinterp.golden.magnitudes import RUNNING, compute_bounds, error_magnitude
 from refinterp.golden.tolerance import Bound, magnitude_errors, within
 from refinterp.harness import load_case, load_suite
 from refinterp.io import flatten_packs
-from refinterp.lower.plan import lowering_plan
-from refinterp.lower.scalar import (FormulaRunner, allocate_outputs, lowered_outputs,
-                                    lowering_arrays)
+from refinterp.lower.common import (allocate_outputs, lowered_outputs, lowering_arrays,
+                                    lowering_plan)
+from refinterp.lower.reference import FormulaRunner
 from refinterp.numeric import error_bounds as eb
 from refinterp.numeric import rules
 
@@ -339,7 +339,7 @@ def _f32(value: float) -> float:
 
 
 class Float32Runner(FormulaRunner):
-    """The scalar engine's closures with every real result, literal and compile-time value
+    """The reference's closures with every real result, literal and compile-time value
     rounded to float32 (+ - * / sqrt correctly rounded; functions within glibc's ULPs), and
     the terms of `+=` and `*=` combined at the end in a random order."""
 

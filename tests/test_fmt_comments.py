@@ -1,5 +1,5 @@
 """`refinterp fmt` keeps every comment and the file's dialect spellings, never writes what it
-cannot read back, and formats its own output to itself (issue 15, items 1-4).
+cannot read back, and formats its own output to itself (docs/grammar.md, "fmt").
 
 The properties, over the corpus, the standard library and generated expressions, each with
 comments inserted at random places: `parse(fmt(f)) == parse(f)` (spans aside),

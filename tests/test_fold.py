@@ -1,5 +1,6 @@
-"""Partial evaluation (refinterp.lower.fold) lets codegen compile the standard library's own
-rank-polymorphic, configurable formulas, with results bit-identical to the closure path."""
+"""Partial evaluation (refinterp.lower.compiled.fold) lets the compiled engine compile the
+standard library's own rank-polymorphic, configurable formulas, with results bit-identical
+to the reference."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from refinterp import api
-from refinterp.lower import codegen, scalar
+from refinterp.lower.compiled import runner
+from refinterp.lower.compiled.runner import compile_formula
 
 RNG = np.random.default_rng(7)
 
@@ -44,13 +46,13 @@ CASES = [
 
 
 def _run(name, inputs, attributes, compile_formula):
-    original = scalar.compile_formula
-    scalar.compile_formula = compile_formula
+    original = runner.compile_formula
+    runner.compile_formula = compile_formula
     try:
         return api.evaluate(name, inputs=inputs, attributes=attributes,
                             engine="scalar").outputs
     finally:
-        scalar.compile_formula = original
+        runner.compile_formula = original
 
 
 @pytest.mark.parametrize("name, inputs, attributes", CASES,
@@ -59,9 +61,9 @@ def test_codegen_compiles_folded_stdlib_formulas(name, inputs, attributes):
     compiled: list[bool] = []
 
     def recording(*args):
-        runner = codegen.compile_formula(*args)
-        compiled.append(runner is not None)
-        return runner
+        made = compile_formula(*args)
+        compiled.append(made is not None)
+        return made
 
     fast = _run(name, inputs, attributes, recording)
     assert compiled and all(compiled), f"{name}: codegen refused a formula ({compiled})"
@@ -73,28 +75,28 @@ def test_codegen_compiles_folded_stdlib_formulas(name, inputs, attributes):
 
 
 def test_verbose_names_each_formulas_path_and_why() -> None:
-    """The scalar engine's log names, per formula, generated code (after folding where
-    needed) or the tree walk with the construct that kept it there."""
+    """The compiled engine's log names, per formula, generated code (after folding where
+    needed) or the reference with the construct that kept it there."""
     from refinterp import api
     import numpy as np
 
     logged: list[str] = []
     api.evaluate("linalg.matmul", inputs={"A": np.ones((2, 3)), "B": np.ones((3, 2))},
-                 engine="scalar", log=lambda instance, how: logged.append(how))
-    assert logged and logged[0].startswith("scalar; formula at line ")
-    assert "generated code after folding" in logged[0] and "tree walk" not in logged[0]
+                 engine="scalar", hooks=api.Hooks(log=lambda instance, how: logged.append(how)))
+    assert logged and logged[0].startswith("compiled; formula at line ")
+    assert "generated code after folding" in logged[0] and "reference" not in logged[0]
     logged.clear()
     api.evaluate("nn.max_pool", inputs={"input": np.ones((1, 1, 4, 4))},
                  attributes={"size": [3, 3]}, engine="scalar",
-                 log=lambda instance, how: logged.append(how))
+                 hooks=api.Hooks(log=lambda instance, how: logged.append(how)))
     assert "generated code after folding" in logged[0]  # substitution folds
     logged.clear()
     program = api.load_source("""operator f {
     @input { x: real[n]; }
     @output { ys: real[n]..(2); }
     @lower { ys[i] += x[i], i < n; }
-}""")  # a packed assignment that updates stays on the tree walk
+}""")  # a packed assignment that updates stays on the reference
     api.evaluate(program, inputs={"x": np.ones(3)}, engine="scalar",
-                 log=lambda instance, how: logged.append(how))
-    assert "tree walk (not generated: packed update; folded, still not generated: " \
+                 hooks=api.Hooks(log=lambda instance, how: logged.append(how)))
+    assert "reference (not generated: packed update; folded, still not generated: " \
            "packed update)" in logged[0]

@@ -1,6 +1,6 @@
 """Folds `p + ..`, counts `e..(n)`, ':' index items, compile-time packs indexed at run time,
-pack locals and element-wise selects, as partially evaluated (refinterp.lower.fold) and compiled
-(refinterp.lower.codegen): bit-identical to the tree walk, errors included, and equal to
+pack locals and element-wise selects, as partially evaluated (refinterp.lower.compiled.fold) and
+compiled (refinterp.lower.compiled): bit-identical to the reference, errors included, and equal to
 independent NumPy computations of the standard-library operators that use them."""
 
 from __future__ import annotations
@@ -13,47 +13,47 @@ import pytest
 
 from refinterp import api
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.lower import scalar
+from refinterp.lower.compiled import runner
 
 RNG = np.random.default_rng(11)
 
 
 @contextmanager
-def _tree_walk_only() -> Iterator[None]:
-    original = scalar.compile_formula
-    scalar.compile_formula = lambda *args: None
+def _reference_only() -> Iterator[None]:
+    original = runner.compile_formula
+    runner.compile_formula = lambda *args: None
     try:
         yield
     finally:
-        scalar.compile_formula = original
+        runner.compile_formula = original
 
 
 def _outcome(target: Any, inputs: dict, attributes: dict) -> tuple[str, Any, list[bool]]:
     """('ok', outputs, compiled) or ('error', (code, message, notes), compiled); `compiled`
     says, per formula run, whether it ran as generated code."""
     compiled: list[bool] = []
-    original = scalar.compile_formula
+    original = runner.compile_formula
 
     def recording(*args: Any) -> Any:
         runner = original(*args)
         compiled.append(runner is not None)
         return runner
-    scalar.compile_formula = recording
+    runner.compile_formula = recording
     try:
         result = api.evaluate(target, inputs=inputs, attributes=attributes, engine="scalar")
     except Diagnostic as diag:
         return "error", (diag.code, diag.message, list(diag.notes)), compiled
     finally:
-        scalar.compile_formula = original
+        runner.compile_formula = original
     return "ok", result.outputs, compiled
 
 
 def _both(target: Any, inputs: dict, attributes: dict | None = None
           ) -> tuple[tuple[str, Any, list[str]], tuple[str, Any, list[str]]]:
-    """The outcomes with generated code and on the tree walk alone, checked bit-identical."""
+    """The outcomes with generated code and on the reference alone, checked bit-identical."""
     attributes = attributes or {}
     fast = _outcome(target, inputs, attributes)
-    with _tree_walk_only():
+    with _reference_only():
         slow = _outcome(target, inputs, attributes)
     assert fast[0] == slow[0], (fast[1], slow[1])
     if fast[0] == "ok":
@@ -344,8 +344,8 @@ def test_errors_in_folds_and_colon_items_happen_in_the_same_iteration():
 
 def test_a_guarded_fold_item_is_generated_but_a_guard_beside_colon_is_not():
     """A skip among a fold's items: generated code computes every item, left to right, before
-    the first operation, as the tree walk does (an item that may fail comes before a later
-    item's guard). A guard beside ':' stays on the tree walk (its position is resolved once)."""
+    the first operation, as the reference does (an item that may fail comes before a later
+    item's guard). A guard beside ':' stays on the reference (its position is resolved once)."""
     program = _program("y[i] = [x[|i + 1|], 10 / x[i]] + .., i < n; "
                        "z[i] = x2[|i + 1|, :] + .., i < n;", "x: int[n]; x2: int[n, 2];",
                        "y: int[n]; z: int[n];")
@@ -370,7 +370,7 @@ def test_counts_repeat_or_drop_an_index():
 
 def test_constant_pack_lookups_match_python_indexing():
     """`p[k]` of an attribute pack: in range (also from the end, `p[i - n]`) it is a constant
-    lookup; out of range, or not provably in range, the tree walk runs, where an index out of
+    lookup; out of range, or not provably in range, the reference runs, where an index out of
     range is E0501 at the index (§2.4) — the same with and without generated code."""
     program = _program("y[i] = p[i] + q[i - n] + q[[i, i] + ..], i < n;", "x: int[n];",
                        "y: real[n];", "p: real..(n); q: real..(m);")
@@ -382,7 +382,7 @@ def test_constant_pack_lookups_match_python_indexing():
     fast, _ = _both(program, {"x": np.array([2, 0, 1])}, {"p": p})
     assert fast[1]["y"].tolist() == [2.5, 0.5, 1.5] and not _generated(fast[2])
     for generated in (True, False):
-        with _tree_walk_only() if not generated else _nothing():
+        with _reference_only() if not generated else _nothing():
             with pytest.raises(Diagnostic) as error:
                 api.evaluate(program, inputs={"x": np.array([0, 3])}, attributes={"p": p},
                              engine="scalar")
@@ -402,7 +402,7 @@ def test_pack_locals_that_may_fail_are_split_in_item_order():
     assert _generated(fast[2]) and fast[1]["y"].tolist() == [-5, 1]
     fast, _ = _both(program, {"x": np.array([[1, 2], [0, 3]])})
     assert fast[0] == "error" and "zero" in fast[1][1] and _generated(fast[2])
-    # an item that may skip keeps the formula on the tree walk
+    # an item that may skip keeps the formula on the reference
     program = _program("r = [10 / x[i, 0], x[|i + 1|, 0]], y[i] = r[0] + r[1], i < n;",
                        "x: int[n, 2];", "y: int[n];")
     fast, _ = _both(program, {"x": np.array([[1, 2], [5, 3]])})
@@ -416,7 +416,7 @@ def test_elementwise_selects_drop_only_the_items_not_taken():
     fast, _ = _both(program, {"x": x}, {"c": [True, False]})
     assert _generated(fast[2])
     assert fast[1]["y"].tolist() == [[x[max(i - 1, 0), j] for j in range(3)] for i in range(3)]
-    # a dropped item that may fail is computed by the tree walk: not folded
+    # a dropped item that may fail is computed by the reference: not folded
     program = _program("y[i] = (c ? [x[i + 1], x[i]] : [x[i], 5 / x[i]])[1], i < n;",
                        "x: int[n];", "y: int[n];", "c: bool..(2);")
     fast, _ = _both(program, {"x": np.array([1, 0])}, {"c": [True, True]})

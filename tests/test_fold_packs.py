@@ -1,7 +1,7 @@
-"""Packs of tensors on the generated path of the scalar engine: items read as `xs[k][..]` (k a
+"""Packs of tensors in the compiled engine's generated code: items read as `xs[k][..]` (k a
 loop index, a compile-time int or a tensor value), whole packs `xs[..]`, pack outputs
 `ys[k][..] = ..` and packed assignments `ys[..] = ..`, and index packs picked at run time
-(`i[j]`). Each is bit-identical to the closure path (the tree walk), errs in the same runs with
+(`i[j]`). Each is bit-identical to the reference, errs in the same runs with
 the same diagnostic, and matches an independent NumPy computation."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 from refinterp import api
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.lower import codegen, scalar
+from refinterp.lower.compiled import runner as compiled
+from refinterp.lower.compiled.runner import compile_formula
 
 RNG = np.random.default_rng(5)
 
@@ -89,14 +90,14 @@ CASES = [
 
 def _evaluate(name, inputs, attributes, compile_formula, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr(scalar, "compile_formula", compile_formula)
+        patch.setattr(compiled, "compile_formula", compile_formula)
         return api.evaluate(name, inputs=inputs, attributes=attributes,
                             engine="scalar").outputs
 
 
 def _recording(compiled: list[bool]):
     def record(*args):
-        runner = codegen.compile_formula(*args)
+        runner = compile_formula(*args)
         compiled.append(runner is not None)
         return runner
     return record
@@ -134,7 +135,7 @@ def _outcome(program, inputs, compile_formula, monkeypatch):
 def _kernel_outcomes(compiled: list):
     """A compile_formula that records, per formula, whether its generated kernel raised."""
     def record(*args):
-        runner = codegen.compile_formula(*args)
+        runner = compile_formula(*args)
         if runner is None:
             compiled.append(None)
             return None
@@ -189,7 +190,7 @@ REMAP = """operator f {
 ])
 def test_errors_come_in_the_same_runs_on_both_paths(source, inputs, fails, monkeypatch):
     """A pack item index out of range (or a remapped index, or an index computed before a
-    guarded one) fails in the generated kernel itself, and the run reports the tree walk's
+    guarded one) fails in the generated kernel itself, and the run reports the reference's
     diagnostic; without an error, the results agree."""
     program = api.load_source(source)
     kernels: list = []

@@ -1,6 +1,6 @@
-"""tools/fuzz.py (issue 15, "Also"): a seeded, bounded campaign over every front door of the
-command line (program text, expressions, data files, option values, golden case folders, check
-reports) gives no internal error and no hang.
+"""tools/fuzz.py: a seeded, bounded campaign over every front door of the command line
+(program text, expressions, data files, option values, golden case folders, check reports)
+gives no internal error and no hang.
 
 The campaign runs once per session (300 cases, 5 s each at most, forked children; about 15 s).
 Its failures are sorted into categories, one test each, so that a category being fixed
@@ -8,7 +8,7 @@ elsewhere can be marked as an expected failure while the others still fail: `pyt
 the reasons. Every category's signatures and reproductions are printed by
 `python3 tools/fuzz.py --cases 300 --seed 15`.
 
-Also here (issue 15 item 8): the node classes of `refinterp.syntax.ast`, made by its fast
+Also here: the node classes of `refinterp.syntax.ast`, made by its fast
 `dataclass`, equal those `dataclasses.dataclass(frozen=True)` makes, class by class.
 """
 
@@ -80,7 +80,7 @@ def explain(found: list) -> str:
     return "\n".join(lines)
 
 
-# Categories being fixed by other engineers now (issue 15); each reason says what fails and
+# Categories known to fail, each marked as an expected failure; each reason says what fails and
 # where. Remove a mark once its category passes. (fmt's comment loss passes with the
 # formatter's comment support; recursion and limits with the iterative checker, evaluator and
 # walks, identity-keyed tree caches and the limits checked at instantiation.)

@@ -138,7 +138,8 @@ inputs = ["x", "y"]
 [[case]]
 op = "div"
 name = "int_rounding"
-inputs = { x = { type = "int[4]", values = [7, -7, 7, -7] }, y = { type = "int[4]", values = [2, 2, -2, -2] } }
+inputs = { x = { type = "int[4]", values = [7, -7, 7, -7] }, \
+y = { type = "int[4]", values = [2, 2, -2, -2] } }
 
 [[case]]
 op = "sum_reduce"

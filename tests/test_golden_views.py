@@ -1,5 +1,5 @@
-"""Input layouts in golden fixtures (docs/golden.md "Input layouts (views)", issue 22): the
-schema of an input's `view`, the layout variants `<name>@view-<kind>` the builder emits, and
+"""Input layouts in golden fixtures (docs/golden.md "Input layouts (views)"): the schema of
+an input's `view`, the layout variants `<name>@view-<kind>` the builder emits, and
 what the harness gives Python and command back ends. Expected layouts and arrays are computed
 here with NumPy (`np.ndarray(buffer=…)` reads a buffer through byte strides and checks its
 bounds), independently of refinterp.numeric.views."""

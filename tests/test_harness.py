@@ -22,7 +22,9 @@ from refinterp.harness.report import coverage, summary
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "golden"
 FAULTY = ROOT / "testsupport" / "faulty_backends.py"
-SAMPLE = r"^(linalg\.matmul/basic|math\.div/int_rounding|math\.sum_reduce/(negative_axes|axis_out_of_range)|math\.add/(special|rank0)|nn\.relu/leaky_alpha)$"
+SAMPLE = (r"^(linalg\.matmul/basic|math\.div/int_rounding"
+          r"|math\.sum_reduce/(negative_axes|axis_out_of_range)|math\.add/(special|rank0)"
+          r"|nn\.relu/leaky_alpha)$")
 
 
 def check(name: str, pattern: str = SAMPLE, **options) -> dict:
@@ -267,7 +269,7 @@ from refinterp.io import encode_npz, encode_npy, flatten_packs
 case = load_case(sys.argv[1])
 seen = {{}}
 run = api.evaluate(case.model, inputs=case.inputs, params=case.params or None,
-                   observe=lambda n, v: seen.__setitem__(n, v))
+                   hooks=api.Hooks(observe=lambda n, v: seen.__setitem__(n, v)))
 for name, value in flatten_packs(seen).items():
     if name == "act2":
         value = value + 0.5   # the defect: everything from act2 on is off

@@ -64,15 +64,15 @@ graph G {
 
 
 def test_a_second_run_reuses_the_check_of_the_parameter_names(monkeypatch, tmp_path) -> None:
-    """The check without values that every params entry names a variable (`api.shapes`) is
+    """The check without values that every params entry names a variable (`api._check`) is
     made once per program, graph and invocation; a misnamed entry is still refused on every
     run, and another input shape is checked again."""
     (tmp_path / "main.sknd").write_text(GRAPH_WITH_A_VARIABLE)
     program = api.load(tmp_path / "main.sknd")
     x, w = np.ones((2, 3)), np.arange(12.0).reshape(4, 3)
     calls = []
-    original = api.shapes
-    monkeypatch.setattr(api, "shapes", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = api._check
+    monkeypatch.setattr(api, "_check", lambda *a, **k: calls.append(1) or original(*a, **k))
     for _ in range(2):
         y = api.evaluate(program, op="G", inputs={"x": x}, params={"w": w}).outputs["y"]
         np.testing.assert_array_equal(y, x @ w.T)
@@ -104,7 +104,8 @@ def test_a_standard_module_is_found_without_listing_the_library(monkeypatch, tmp
     np.testing.assert_array_equal(out, x + x)
     assert listed == []
     (tmp_path / "m.nnef").write_text("operator f { @input { x: real[s..]; } "
-                                     "@output { y: real[s..]; } @lower { y[i..] = x[i..], i < s; } }")
+                                     "@output { y: real[s..]; } "
+                                     "@lower { y[i..] = x[i..], i < s; } }")
     (tmp_path / "m.sknd").write_text("operator f { @input { x: real[s..]; } "
                                      "@output { y: real[s..]; } "
                                      "@lower { y[i..] = -x[i..], i < s; } }")

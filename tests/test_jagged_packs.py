@@ -1,6 +1,6 @@
-"""Packs of dynamic tensors (profile field `jagged_packs`, docs/semantics.md "Jagged packs";
-issue 18 item 7): items that differ only in extents their operator declared dynamic (`~|n`)
-are zero-padded to the largest under profile khronos, and are an error under profile spec.
+"""Packs of dynamic tensors (profile field `jagged_packs`, docs/semantics.md "Jagged packs"):
+items that differ only in extents their operator declared dynamic (`~|n`) are zero-padded to the
+largest under profile khronos, and are an error under profile spec.
 Expected values are built with NumPy here."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Khronos SkriptND modules themselves (issue 18; docs/stdlib.md "Running the Khronos modules
+"""The Khronos SkriptND modules themselves (docs/stdlib.md "Running the Khronos modules
 themselves"): every fixed-shape graph of the Khronos `test/unittest.sknd` runs with `--stdlib`
 pointing at the Khronos `stdlib` folder and `--profile khronos`, except the graphs whose random
 inputs are invalid, each named below with the reason.
@@ -6,7 +6,8 @@ inputs are invalid, each named below with the reason.
 The Khronos files are not part of refinterp (nor copied into it): set KHRONOS_STDLIB to the
 `stdlib` folder of a KhronosGroup/NNEF-Tools checkout (branch v2.0,
 `skriptnd-pyproject/skriptnd/stdlib`; its sibling `test/unittest.sknd` holds the graphs);
-without it the test skips. It takes a few minutes (the unittest's convolutions are 10^10 multiply-adds)."""
+without it the test skips. It takes a few minutes (the unittest's convolutions are 10^10
+multiply-adds)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The limits of a run (docs/limits.md, issue 15 items 2, 5 and 6): every input ends in a
-diagnostic (exit 1) or command-line misuse (exit 2) — never an internal error (exit 3) or a
-run that does not end. Every test here is fast: the limits are checked before anything big is
-allocated or run, so a test that took long would itself show a missing check.
+"""The limits of a run (docs/limits.md): every input ends in a diagnostic (exit 1) or
+command-line misuse (exit 2) — never an internal error (exit 3) or a run that does not end.
+Every test here is fast: the limits are checked before anything big is allocated or run, so
+a test that took long would itself show a missing check.
 
 Expected byte counts and defaults are written out by hand (from docs/limits.md), never taken
 from refinterp."""
@@ -218,7 +218,7 @@ def test_an_intrinsic_output_is_checked_before_the_intrinsic_runs(capsys) -> Non
 def test_the_api_checks_tensor_sizes() -> None:
     with pytest.raises(ri.Error) as raised:
         ri.evaluate("nn.relu", inputs={"x": np.zeros(200, dtype=np.float32)},
-                    max_tensor_size=1000)  # held as float64: 1600 bytes
+                    limits=ri.Limits(max_tensor_size=1000))  # held as float64: 1600 bytes
     assert raised.value.code == "E1200" and "1600 bytes" in raised.value.message
     with pytest.raises(ri.Error) as raised:
         ri.random_inputs({"x": ri.TensorType("real", (10 ** 6, 10 ** 6))})
@@ -226,17 +226,34 @@ def test_the_api_checks_tensor_sizes() -> None:
     with pytest.raises(ri.Error) as raised:
         ri.random_inputs({"x": ri.TensorType("real", (-1,))})
     assert raised.value.code == "E0901"
-    out = ri.evaluate("nn.relu", inputs={"x": [-1.0, 2.0]}, max_tensor_size=16)
+    out = ri.evaluate("nn.relu", inputs={"x": [-1.0, 2.0]}, limits=ri.Limits(max_tensor_size=16))
     assert out.outputs["y"].tolist() == [0.0, 2.0]
 
 
 @pytest.mark.parametrize("option", [{"max_tensor_size": 0}, {"max_lower_iterations": -1},
                                     {"max_pack_length": 0}, {"max_depth": 10 ** 9},
-                                    {"max_memory": 0}, {"max_iterations": True}])
+                                    {"max_memory": 0}, {"max_iterations": True},
+                                    {"max_memory": 1.5}, {"timeout": 0}, {"timeout": -1.0},
+                                    {"timeout": float("nan")}, {"timeout": float("inf")},
+                                    {"timeout": True}, {"timeout": "1"}])
 def test_api_limits_must_be_positive_ints(option) -> None:
+    """Every limit is checked once, where `Limits` is made (E0901, naming the option)."""
     with pytest.raises(ri.Error) as raised:
-        ri.evaluate("nn.relu", inputs={"x": [1.0]}, **option)
+        ri.Limits(**option)
+    name = next(iter(option))
     assert raised.value.code == "E0901" and raised.value.span is None
+    assert raised.value.message.startswith(f"{name} (--{name.replace('_', '-')}) must be")
+
+
+def test_limits_hold_the_memory_and_time_of_a_run_too() -> None:
+    """max_memory (None: the vector engine's own default) and timeout (None: none) are limits
+    like the others: made once, compared and shown by value."""
+    assert (ri.Limits().max_memory, ri.Limits().timeout) == (None, None)
+    limits = ri.Limits(max_memory=4096, timeout=2.5)
+    assert limits == ri.Limits(max_memory=4096, timeout=2.5) != ri.Limits()
+    run = ri.evaluate("math.add", inputs={"x": np.ones(3), "y": np.ones(3)}, engine="vector",
+                      limits=limits)
+    assert run.outputs["z"].tolist() == [2.0, 2.0, 2.0]
 
 
 # ------------------------------------------------------------------ item 5: option values
@@ -336,7 +353,7 @@ def test_the_lower_iteration_limit_is_an_option(program, capsys) -> None:
     expect_limit(capsys, "E1201", "--max-lower-iterations", "eval", program, "--op", "reduce",
                  "--attrib", "n=11", "--random", "x=real[]", "--max-lower-iterations", "10")
     run = ri.evaluate(ri.load(program), op="reduce", inputs={"x": 2.0},
-                      attributes={"n": 10}, max_lower_iterations=10)
+                      attributes={"n": 10}, limits=ri.Limits(max_lower_iterations=10))
     assert run.outputs["y"].tolist() == 10.0
 
 
@@ -370,14 +387,15 @@ def test_the_api_checks_pack_lengths() -> None:
     pack = [np.zeros(1)] * 3
     with pytest.raises(ri.Error) as raised:
         ri.evaluate("layout.concat", inputs={"inputs": pack}, attributes={"axis": 0},
-                    max_pack_length=2)
+                    limits=ri.Limits(max_pack_length=2))
     assert raised.value.code == "E1202"
     with pytest.raises(ri.Error) as raised:
         ri.shapes("layout.concat", inputs={"inputs": pack}, attributes={"axis": 0},
-                  max_pack_length=2)
+                  limits=ri.Limits(max_pack_length=2))
     assert raised.value.code == "E1202"
     with pytest.raises(ri.Error) as raised:
-        ri.random_inputs({"xs": (ri.TensorType("real", (1,)),) * 3}, max_pack_length=2)
+        ri.random_inputs({"xs": (ri.TensorType("real", (1,)),) * 3},
+                         limits=ri.Limits(max_pack_length=2))
     assert raised.value.code == "E1202"
 
 
@@ -410,7 +428,7 @@ def test_shapes_checks_a_declared_output_pack_before_building_it(tmp_path) -> No
     program = api.load_source("operator p {\n    @output { y: int[]..(5000); }\n"
                               "    @lower { y[k][] = k, k < 5000; }\n}\n")
     with pytest.raises(api.Error) as caught:
-        api.shapes(program, max_pack_length=100)
+        api.shapes(program, limits=api.Limits(max_pack_length=100))
     assert caught.value.code == "E1202" and caught.value.span.line == 2
 
 

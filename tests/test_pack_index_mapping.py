@@ -4,8 +4,8 @@ element-wise, and the result is also a pack"; §2.12 "The indices themselves may
 (denoted by ..)"): `x[i, p]` == `[x[i, p[0]], x[i, p[1]], ..]`, while `p..` spreads p over
 several dimensions. docs/semantics.md, "Pack index without '..'".
 
-Every case runs on the tree walk (the definition), on the scalar engine's generated code where
-it folds, and on the vector engine; each is compared with independent NumPy code."""
+Every case runs on the reference (the definition), on the compiled engine's generated code
+where it folds, and on the vector engine; each is compared with independent NumPy code."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 
 from refinterp import api
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.lower import scalar
 
 RNG = np.random.default_rng(18)
 
@@ -28,26 +27,18 @@ def _program(lower: str, inputs: str, outputs: str, using: str = "") -> Any:
 
 
 def _evaluate(program: Any, inputs: dict, engine: str) -> tuple[dict, str]:
-    """The outputs on `engine` ("tree walk": the scalar engine without generated code), and
-    how the engine ran the operator (`eval --verbose`)."""
+    """The outputs on `engine`, and how the engine ran the operator (`eval --verbose`)."""
     told: list[str] = []
-    log = lambda instance, how: told.append(how)  # noqa: E731
-    if engine != "tree walk":
-        return api.evaluate(program, inputs=inputs, engine=engine, log=log).outputs, told[0]
-    original = scalar.compile_formula
-    scalar.compile_formula = lambda *args: None
-    try:
-        return api.evaluate(program, inputs=inputs, engine="scalar", log=log).outputs, told[0]
-    finally:
-        scalar.compile_formula = original
+    hooks = api.Hooks(log=lambda instance, how: told.append(how))
+    return api.evaluate(program, inputs=inputs, engine=engine, hooks=hooks).outputs, told[0]
 
 
 def _on_every_engine(program: Any, inputs: dict) -> dict[str, tuple[dict, str]]:
     """The outputs and the log of each engine; they are identical (the formulas here only copy
     values, or compute the same IEEE operations in the same order)."""
     results = {engine: _evaluate(program, inputs, engine)
-               for engine in ("tree walk", "scalar", "vector")}
-    reference = results["tree walk"][0]
+               for engine in ("reference", "compiled", "vector")}
+    reference = results["reference"][0]
     for engine, (outputs, how) in results.items():
         assert set(outputs) == set(reference)
         for name in reference:
@@ -58,7 +49,7 @@ def _on_every_engine(program: Any, inputs: dict) -> dict[str, tuple[dict, str]]:
 def _diagnostic_on_every_engine(program: Any, inputs: dict) -> Diagnostic:
     """The diagnostic each engine reports, the same on all of them."""
     found = []
-    for engine in ("tree walk", "scalar", "vector"):
+    for engine in ("reference", "compiled", "vector"):
         with pytest.raises(Diagnostic) as caught:
             _evaluate(program, inputs, engine)
         found.append(caught.value)
@@ -71,9 +62,9 @@ def test_a_reversed_pack_index_gathers_the_last_axis_backwards() -> None:
                        "x: real[n, m, d];", "y: real[n, m, d];", "di = [d - 1 : -1 : -1];")
     x = RNG.standard_normal((2, 3, 4))
     results = _on_every_engine(program, {"x": x})
-    np.testing.assert_array_equal(results["tree walk"][0]["y"], x[..., ::-1])
-    assert "generated code after folding" in results["scalar"][1]
-    assert results["vector"][1] == "vector"  # vectorised, no formula handed to the scalar one
+    np.testing.assert_array_equal(results["reference"][0]["y"], x[..., ::-1])
+    assert "generated code after folding" in results["compiled"][1]
+    assert results["vector"][1] == "vector"  # vectorised, no formula handed to compiled
 
 
 def test_two_pack_indices_of_one_length_map_together_item_by_item() -> None:
@@ -82,7 +73,7 @@ def test_two_pack_indices_of_one_length_map_together_item_by_item() -> None:
                        "x: real[n, 3, 2];", "y: real[n, 3];", "p = [0, 2, 1]; q = [1, 0, 1];")
     x = RNG.standard_normal((4, 3, 2))
     results = _on_every_engine(program, {"x": x})
-    np.testing.assert_array_equal(results["tree walk"][0]["y"], x[:, [0, 2, 1], [1, 0, 1]])
+    np.testing.assert_array_equal(results["reference"][0]["y"], x[:, [0, 2, 1], [1, 0, 1]])
     assert results["vector"][1] == "vector"
 
 
@@ -113,8 +104,8 @@ def test_a_mapped_access_beside_a_spread_pack_and_in_folds() -> None:
     for k in (2, 1, 0):
         product = product * x[..., k]
         total = total + x[..., k]
-    np.testing.assert_array_equal(results["tree walk"][0]["p"], product)
-    np.testing.assert_array_equal(results["tree walk"][0]["s"], total)
+    np.testing.assert_array_equal(results["reference"][0]["p"], product)
+    np.testing.assert_array_equal(results["reference"][0]["s"], total)
 
 
 def _nearest_grid_sample(image: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -145,7 +136,7 @@ def test_a_grid_sample_like_nearest_lookup_matches_numpy() -> None:
     image = RNG.standard_normal((2, 3, 4, 5))
     grid = RNG.uniform(-1.3, 1.3, (2, 3, 6, 2))
     results = _on_every_engine(program, {"image": image, "grid": grid})
-    np.testing.assert_array_equal(results["tree walk"][0]["out"],
+    np.testing.assert_array_equal(results["reference"][0]["out"],
                                   _nearest_grid_sample(image, grid))
     assert results["vector"][1] == "vector"
 
@@ -158,7 +149,7 @@ def test_a_pack_index_on_the_left_writes_its_cells_as_one_update() -> None:
     expected = np.zeros((3, 3))
     expected[:, [2, 0, 1]] = x[:, [0, 1, 2]]
     results = _on_every_engine(program, {"x": x})
-    np.testing.assert_array_equal(results["tree walk"][0]["y"], expected)
+    np.testing.assert_array_equal(results["reference"][0]["y"], expected)
 
 
 def test_a_packed_index_symbol_without_dots_maps_too() -> None:
@@ -170,7 +161,7 @@ def test_a_packed_index_symbol_without_dots_maps_too() -> None:
     assert diagnostic.notes[0] == "at i = [0, 0]" and "'p..' spreads it" in diagnostic.notes[1]
     spread = _program("y[i..] = x[i..], i < s;", "x: real[s..];", "y: real[s..];")
     x = RNG.standard_normal((2, 3))
-    np.testing.assert_array_equal(_on_every_engine(spread, {"x": x})["tree walk"][0]["y"], x)
+    np.testing.assert_array_equal(_on_every_engine(spread, {"x": x})["reference"][0]["y"], x)
 
 
 def test_a_pack_index_cannot_map_a_whole_pack_of_tensors_or_beside_a_colon() -> None:
@@ -189,7 +180,7 @@ def test_an_empty_pack_index_reads_nothing() -> None:
     program = _program("y[i] = x[i, di] + .. + 2.0, i < n;", "x: real[n, d];", "y: real[n];",
                        "di = [0 : d];")
     results = _on_every_engine(program, {"x": np.zeros((3, 0))})
-    np.testing.assert_array_equal(results["tree walk"][0]["y"], np.full(3, 2.0))
+    np.testing.assert_array_equal(results["reference"][0]["y"], np.full(3, 2.0))
 
 
 def test_a_guard_on_a_pack_index_is_checked_for_every_item() -> None:
@@ -199,5 +190,5 @@ def test_a_guard_on_a_pack_index_is_checked_for_every_item() -> None:
     x = RNG.standard_normal((4, 4))
     expected = np.array([0.0 + x[i, i] + x[i, i + 1] if i + 1 < 4 else 0.0 for i in range(4)])
     results = _on_every_engine(program, {"x": x})
-    np.testing.assert_array_equal(results["tree walk"][0]["y"], expected)
+    np.testing.assert_array_equal(results["reference"][0]["y"], expected)
     assert results["vector"][1] == "vector"

@@ -1,5 +1,5 @@
 """The disk cache of parsed library modules (core.cache.DiskCache, syntax.serial,
-language.modules; docs/architecture.md "Start-up", docs/security.md "The parse cache"): a hit
+language.modules; docs/performance.md "Start-up", docs/security.md "The parse cache"): a hit
 gives the very tree a parse gives, spans and diagnostics included; anything doubtful — damaged,
 foreign, of the wrong shape, not the tree of its text, in a folder others can write — is
 ignored, the module parsed again and the entry replaced; no entry can run code."""
@@ -73,7 +73,7 @@ def entries(tmp_path: Path) -> list[Path]:
 
 
 def entry_of(tmp_path: Path, text: str) -> Path:
-    """Where the entry of a module text lives (docs/architecture.md "Start-up")."""
+    """Where the entry of a module text lives (docs/performance.md "Start-up")."""
     folder = tmp_path / "cache" / f"parsed-{modules.parse_disk_cache().fingerprint[:20]}"
     return folder / (hashlib.sha256(text.encode()).hexdigest() + ".entry")
 

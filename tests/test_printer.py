@@ -46,7 +46,7 @@ def test_a_fold_followed_by_dots_keeps_its_space(text: str) -> None:
     assert parse_expression(SourceFile("<t>", printed)) == tree
 
 
-# ----------------------------------------------------------------------------- issue 15 (printer)
+# ----------------------------------------------------------------------------- printer robustness
 
 
 def reprinted(text: str) -> str:

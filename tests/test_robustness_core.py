@@ -1,5 +1,5 @@
-"""Robustness of the core (issue 15 items 3, 4 and 6, and fuzz findings): a user's bad input
-is a diagnostic, never an internal error (a Python exception escaping) and never a hang.
+"""Robustness of the core (fuzz findings): a user's bad input is a diagnostic, never an
+internal error (a Python exception escaping) and never a hang.
 
 - long flat chains (`1 + 1 + ... + 1`, `x[0:1][0:1]...`, `a ?? b ?? ...`) are checked and
   evaluated without recursion along them, and a tree nested too deeply otherwise is the
@@ -8,7 +8,7 @@ is a diagnostic, never an internal error (a Python exception escaping) and never
 - a compile-time int beyond the machine's index size is a diagnostic;
 - instantiation checks declared packs, ranks and element-wise constants before building them;
 - an NNEF tensor file's header is checked before its data is read;
-- the generated-code path refuses formulas Python cannot compile (and the tree walk runs them);
+- the generated-code path refuses formulas Python cannot compile (and the reference runs them);
 - a `--stdlib` folder is listed two levels deep at most, and never raises OSError.
 Every test is fast: a test that took long would itself show a missing bound.
 """
@@ -221,10 +221,10 @@ def limited_error(op: str, command: str, n: object = None, **limits: int) -> ri.
     with pytest.raises(ri.Error) as raised:
         if command == "shapes":
             ri.shapes(program, op=op, attributes=attributes,
-                      inputs={"x": ri.TensorType("real", (4,))}, **limits)
+                      inputs={"x": ri.TensorType("real", (4,))}, limits=ri.Limits(**limits))
         else:
             ri.evaluate(program, op=op, attributes=attributes, inputs={"x": np.zeros(4)},
-                        **limits)
+                        limits=ri.Limits(**limits))
     return raised.value
 
 
@@ -319,26 +319,26 @@ def test_a_truncated_or_inconsistent_tensor_file_names_the_file(tmp_path: Path, 
 # ------------------------------------------------------------------ generated code
 
 
-def test_a_rank_40_formula_runs_on_the_tree_walk(tmp_path: Path) -> None:
+def test_a_rank_40_formula_runs_on_the_reference(tmp_path: Path) -> None:
     x = np.ones((1,) * 40)
     told: list[str] = []
     for engine in ("scalar", "vector"):
         run = ri.evaluate("math.add", inputs={"x": x, "y": np.array([1.0])}, engine=engine,
-                          log=lambda instance, how: told.append(how))
+                          hooks=ri.Hooks(log=lambda instance, how: told.append(how)))
         assert run.outputs["z"].shape == (1,) * 40 and run.outputs["z"].item() == 2.0
     assert "40 nested loops" in told[0]
 
 
 @pytest.mark.parametrize("terms", [300, 2000])
-def test_a_formula_nested_too_deeply_for_python_runs_on_the_tree_walk(terms: int) -> None:
+def test_a_formula_nested_too_deeply_for_python_runs_on_the_reference(terms: int) -> None:
     program = ri.load_source(
         "operator f {\n    @input { x: real[4]; }\n    @output { y: real[4]; }\n"
         f"    @lower {{ y[i] = x[i]{' + 1.0' * terms}, i < 4; }}\n}}\n")
     told: list[str] = []
     run = ri.evaluate(program, op="f", inputs={"x": np.zeros(4)}, engine="scalar",
-                      log=lambda instance, how: told.append(how))
+                      hooks=ri.Hooks(log=lambda instance, how: told.append(how)))
     assert run.outputs["y"].tolist() == [float(terms)] * 4
-    assert "tree walk (nested" in told[0]
+    assert "reference (nested" in told[0]
 
 
 # ------------------------------------------------------------------ --stdlib folders

@@ -1,4 +1,4 @@
-"""The scalar engine on the spec's own conv and deconv (§4.4.1), against independent NumPy."""
+"""The compiled engine on the spec's own conv and deconv (§4.4.1), against independent NumPy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from refinterp.language.instance import Invocation, TensorInfo, instantiate
-from refinterp.lower.scalar import run_lowering
+from refinterp.lower.compiled.runner import run_compiled
+from refinterp.lower.reference import run_reference
 from refinterp.language.modules import Loader
 
 CORPUS = Path(__file__).resolve().parent.parent / "spec_tests" / "corpus"
@@ -19,7 +20,7 @@ def run(file: str, name: str, inputs: dict, attributes: dict | None = None) -> d
     tree = Loader().load(CORPUS / file).main.tree
     definition = next(d for d in tree.definitions if d.name == name)
     infos = {k: TensorInfo("real", v.shape) for k, v in inputs.items()}
-    return run_lowering(instantiate(definition, Invocation(attributes or {}, infos)), inputs)
+    return run_compiled(instantiate(definition, Invocation(attributes or {}, infos)), inputs)
 
 
 def test_conv_same_padding_stride_2_matches_numpy() -> None:
@@ -77,7 +78,7 @@ def test_error_note_shows_a_guarded_local_as_its_index() -> None:
     instance = instantiate(definition, Invocation({}, {"x": TensorInfo("int", (3,))}))
     for generated in (True, False):  # the generated kernel reruns the closures for the note
         with pytest.raises(Diagnostic) as caught:
-            run_lowering(instance, {"x": np.array([1, 0, 2])}, generated=generated)
+            (run_compiled if generated else run_reference)(instance, {"x": np.array([1, 0, 2])})
         assert caught.value.notes == ["at i = 0, j = 1"]
         assert caught.value.message == "integer division by zero (1 / 0)"
 
@@ -102,21 +103,22 @@ def test_a_failing_constant_fails_only_in_an_iteration_that_computes_it() -> Non
     definition = parse_module(source).module.definitions[0]
     instance = instantiate(definition, Invocation({}, {"m": TensorInfo("bool", (2,))}))
     for generated in (True, False):
-        out = run_lowering(instance, {"m": np.array([False, False])}, generated=generated)
+        run = run_compiled if generated else run_reference
+        out = run(instance, {"m": np.array([False, False])})
         assert out["y"].tolist() == [0, 0]
         with pytest.raises(Diagnostic, match="division by zero") as caught:
-            run_lowering(instance, {"m": np.array([False, True])}, generated=generated)
+            (run_compiled if generated else run_reference)(instance, {"m": np.array([False, True])})
         assert caught.value.notes == ["at i = 1"]
 
 
 def test_a_fold_with_an_initial_value_starts_from_it_in_every_evaluator() -> None:
     """§2.4 `x op .. op init`: the fold of x starting from init, `((init op x0) op x1) ..`
-    (`expr.fold_from`), at compile time, on the tree walk and in generated code alike. With
+    (`expr.fold_from`), at compile time, on the reference and in generated code alike. With
     reals the order shows in the rounding: from -1e16, adding 1e16, 1.0 and 1.0 gives 2.0;
     the items first, `((1e16 + 1.0) + 1.0) + -1e16`, would give 0.0 (each 1.0 is lost next to
     1e16). An empty x gives init, even for `<<`, whose plain fold of an empty pack is null."""
     from refinterp import api
-    from refinterp.lower import scalar
+    from refinterp.lower.compiled import runner
 
     x, init = [1e16, 1.0, 1.0], -1e16
     from_init = init
@@ -139,18 +141,19 @@ def test_a_fold_with_an_initial_value_starts_from_it_in_every_evaluator() -> Non
     }
 }""")
     inputs = {"x": np.array([x, [0.1, 0.7, 0.3]]), "c": np.array([init, 3.0])}
-    original = scalar.compile_formula
+    original = runner.compile_formula
     results = []
     for generated in (True, False):
         if not generated:
-            scalar.compile_formula = lambda *args: None
+            runner.compile_formula = lambda *args: None
         logged: list[str] = []
         try:
             results.append(api.evaluate(program, inputs=inputs, engine="scalar",
-                                        log=lambda instance, how: logged.append(how)).outputs)
+                                        hooks=api.Hooks(log=lambda instance, how:
+                                                        logged.append(how))).outputs)
         finally:
-            scalar.compile_formula = original
-        assert ("tree walk" in logged[0]) != generated, logged
+            runner.compile_formula = original
+        assert ("reference" in logged[0]) != generated, logged
     for outputs in results:
         assert outputs["y"].tolist() == [from_init, ((3.0 + 0.1) + 0.7) + 0.3]
         assert outputs["z"].tolist() == [(init * 1.0) * 1.0, (3.0 * 0.7) * 0.3]
@@ -199,7 +202,7 @@ def test_long_attribute_packs_are_typed_alike_and_fast() -> None:
     assert "attribute 'zero_point'" in caught.value.message
 
 
-@pytest.mark.parametrize("engine", ["scalar", "vector", "auto"])
+@pytest.mark.parametrize("engine", ["reference", "compiled", "vector", "auto"])
 def test_a_pack_index_out_of_range_in_a_formula_is_a_diagnostic(tmp_path, engine):
     """§2.4: indexing a compile-time pack beyond its length is an error (E0501 at the index),
     on every engine — it was an internal IndexError; a mask must have the pack's length."""

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from refinterp.cli import main
-from refinterp.cli.arguments import COMMAND_NAMES, build_parser, command_named
+from refinterp.cli import COMMANDS, build_parser, command_named, main, preprocess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +50,7 @@ def _subparser(parser: object, command: str) -> object:
     return parser._subparsers._group_actions[0].choices[command]  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("command", COMMAND_NAMES)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_command_parser_built_alone_is_the_same(command: str) -> None:
     full, alone = build_parser(), build_parser(command)
     assert alone.format_usage() == full.format_usage()
@@ -70,12 +69,10 @@ def test_a_command_parser_built_alone_is_the_same(command: str) -> None:
     ["einsum", "ij,jk->ik", "--emit"],
 ])
 def test_arguments_parse_alike_with_one_command_or_all(argv: list[str]) -> None:
-    from refinterp.cli.arguments import expression_first
-
     name = command_named(argv)
     assert name is not None
-    assert vars(build_parser(name).parse_args(expression_first(argv))) == \
-        vars(build_parser().parse_args(expression_first(argv)))
+    assert vars(build_parser(name).parse_args(preprocess(argv))) == \
+        vars(build_parser().parse_args(preprocess(argv)))
 
 
 def test_which_command_lines_build_one_parser() -> None:

@@ -259,8 +259,8 @@ def test_a_pack_output_lists_its_items(tmp_path: Path) -> None:
     assert tensors["T2"]["sha256"] == sha(x[2:], "<f8")
     assert tensors["T2"]["from"] == "out #1 outputs.1"
     recorder = Recorder()
-    api.evaluate(write(tmp_path, "p", PACK), inputs={"x": x}, observe=recorder.observe,
-                 trace=recorder.invocation)
+    api.evaluate(write(tmp_path, "p", PACK), inputs={"x": x},
+                 hooks=api.Hooks(observe=recorder.observe, trace=recorder.invocation))
     assert recorder.names() == {"ys.0": "T1", "ys.1": "T2"}
 
 

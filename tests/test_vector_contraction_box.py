@@ -1,11 +1,11 @@
-"""A contraction runs as one box when what it allocates fits the memory budget (issue 21;
-docs/architecture.md "The vector engine", bullets "Memory" and "Summation order").
+"""A contraction runs as one box when what it allocates fits the memory budget
+(docs/architecture.md "The vector engine", bullets "Memory" and "Summation order").
 
-- `vector_space.contraction_box`: a `+=` of a product of tensor accesses is planned by what
+- `vector.space.contraction_box`: a `+=` of a product of tensor accesses is planned by what
   a contraction really allocates (each factor's own axes, the output cells), not 48 bytes
   per iteration; a box that turns out not to be a contraction is boxed again as any formula,
   before anything is written.
-- `vector_store._unsettled`: the cheaper form of the test "fits half the engines'
+- `vector.sums.unsettled`: the cheaper form of the test "fits half the engines'
   tolerance" never accepts a cell the plain form rejects, and never accepts an infinite sum.
 
 Expected values come from NumPy code in this file, never from refinterp.
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
-from refinterp.lower import vector as V
-from refinterp.lower import vector_store as VS
+from refinterp.lower.vector import runner as V
+from refinterp.lower.vector import sums
 
 from .test_vector_engine import op, vectorised
 
@@ -116,30 +116,30 @@ def test_a_conditional_product_is_not_planned_as_a_contraction(monkeypatch):
 def _fits_exactly(error: float, new: float) -> bool:
     """error <= 0.5 * (atol + rtol * |new|) in exact rational arithmetic."""
     return Fraction(error) <= Fraction(1, 2) * (
-        Fraction(VS.REAL_ATOL) + Fraction(VS.REAL_RTOL) * abs(Fraction(new)))
+        Fraction(sums.REAL_ATOL) + Fraction(sums.REAL_RTOL) * abs(Fraction(new)))
 
 
 def test_the_tolerance_test_never_accepts_what_the_plain_test_rejects():
     new = np.concatenate([RNG.standard_normal(2000) * 10.0 ** RNG.integers(-20, 20, 2000),
                           [0.0, -0.0, 1e-300, 5e-324, 1.7e308]])
-    allowed = 0.5 * (VS.REAL_ATOL + VS.REAL_RTOL * np.abs(new))
+    allowed = 0.5 * (sums.REAL_ATOL + sums.REAL_RTOL * np.abs(new))
     # errors right at the boundary, a little inside and outside it
     error = np.concatenate([allowed * (1 + 1e-15), allowed, allowed * (1 - 1e-15),
                             allowed * (1 - 1e-13)])
     news = np.tile(new, 4)
-    bad = set(VS._unsettled(error.copy(), news).tolist())
+    bad = set(sums.unsettled(error.copy(), news).tolist())
     for k, (e, n) in enumerate(zip(error, news)):
         if k not in bad:
             assert _fits_exactly(float(e), float(n)), (e, n)
     # and it is not much stricter: cells well inside are accepted
-    inside = VS._unsettled(allowed * 0.999, new.copy())
+    inside = sums.unsettled(allowed * 0.999, new.copy())
     assert inside.size == 0
 
 
 def test_an_infinite_or_nan_sum_is_never_settled():
     new = np.array([np.inf, -np.inf, 1.0, np.nan, 2.0])
     error = np.array([0.0, 0.0, 0.0, 0.0, np.nan])
-    assert VS._unsettled(error, new).tolist() == [0, 1, 3, 4]
+    assert sums.unsettled(error, new).tolist() == [0, 1, 3, 4]
 
 
 def test_an_overflowing_fast_sum_is_summed_again_in_order():
@@ -175,8 +175,8 @@ def test_window_sums_of_squares_equal_einsums(stride, dilation):
     windows = _windows(x, 3, stride, dilation)
     # the cheaper path where windows overlap (stride below the size); where they do not,
     # no element is read twice and einsum stands
-    assert (VS._square_sums(windows, "bchwij", "bhw") is not None) == (stride < 3)
-    np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", "bhw"),
+    assert (sums.square_sums(windows, "bchwij", "bhw") is not None) == (stride < 3)
+    np.testing.assert_allclose(sums.sum_of_squares(windows, "bchwij", "bhw"),
                                np.einsum("bchwij,bchwij->bhw", windows, windows), rtol=1e-13)
 
 
@@ -184,7 +184,7 @@ def test_window_sums_of_squares_of_a_part_and_a_flipped_input():
     x = RNG.standard_normal((1, 6, 20, 20))
     for part in (x[:, 1:5, 2:14, 3:], x[:, ::-1, ::-1, :]):
         windows = _windows(part, 2)
-        np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", "bhw"),
+        np.testing.assert_allclose(sums.sum_of_squares(windows, "bchwij", "bhw"),
                                    np.einsum("bchwij,bchwij->bhw", windows, windows),
                                    rtol=1e-13)
 
@@ -193,15 +193,15 @@ def test_window_sums_of_squares_of_a_part_and_a_flipped_input():
 def test_sums_of_squares_keeping_other_letters(keep):
     x = RNG.standard_normal((1, 4, 9, 9))
     windows = _windows(x, 3)
-    np.testing.assert_allclose(VS._sum_of_squares(windows, "bchwij", keep),
+    np.testing.assert_allclose(sums.sum_of_squares(windows, "bchwij", keep),
                                np.einsum(f"bchwij,bchwij->{keep}", windows, windows),
                                rtol=1e-13)
 
 
 def test_plain_arrays_take_einsum():
     w = RNG.standard_normal((7, 11))
-    assert VS._square_sums(w, "oc", "o") is None and VS._square_sums(w.T, "co", "o") is None
-    np.testing.assert_allclose(VS._sum_of_squares(w, "oc", "o"), (w * w).sum(axis=1))
+    assert sums.square_sums(w, "oc", "o") is None and sums.square_sums(w.T, "co", "o") is None
+    np.testing.assert_allclose(sums.sum_of_squares(w, "oc", "o"), (w * w).sum(axis=1))
 
 
 def test_a_guarded_output_position_is_not_planned_as_a_contraction(monkeypatch):

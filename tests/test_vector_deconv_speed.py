@@ -1,15 +1,15 @@
-"""The faster tap-by-tap `+=` of the vector engine (issue 21; docs/architecture.md "The vector
+"""The faster tap-by-tap `+=` of the vector engine (docs/architecture.md "The vector
 engine", bullet "Taps"): the pieces that made `nn.deconv` cheaper must keep the engines'
 contract (docs/semantics.md "Engines").
 
-- `vector_store.TapTerms`: the terms of the cells summed again are gathered per group of cells
+- `vector.taps.TapTerms`: the terms of the cells summed again are gathered per group of cells
   reached by the same tap values, only real terms, in iteration order. With the tolerance
   shrunk to nothing every cell is summed again, so the vector engine's result must equal,
   bit for bit, the definition's order computed here by plain Python loops (the formula's
   loop nest: `bi, ci, gi, mi, i.., j..`), on inputs where the order decides the rounding.
-- `vector_store._tap_norms`: the Cauchy-Schwarz bound of the terms' magnitudes per tap value
+- `vector.taps._tap_norms`: the Cauchy-Schwarz bound of the terms' magnitudes per tap value
   must never be below the exact magnitudes (computed here with NumPy from |x| and |w|).
-- `Stores.tap_parts` one tap value at a time (large parts, `TAP_PARTS_BYTES`) computes what
+- `vector.taps.tap_parts` one tap value at a time (large parts, `TAP_PARTS_BYTES`) computes what
   one contraction for all the tap values computes.
 - `TapForm.hits` with a dimension reached by every tap value the same number of times (the
   output channels) is a scalar factor there, not an array over that dimension.
@@ -26,8 +26,9 @@ import numpy as np
 import pytest
 
 from refinterp.api import run_operator
-from refinterp.lower import engines, vector_store
-from refinterp.lower.vector_store import Stores
+from refinterp.lower import engines
+from refinterp.lower.vector import sums, taps as vector_taps
+from refinterp.lower.vector.stores import Stores
 
 from .test_vector_scatter_taps import (THREE_FACTORS, check_tap_counts, expected_deconv,
                                       expected_three_factors, operator)
@@ -97,8 +98,8 @@ def cancelling(shape: tuple[int, ...], channels_axis: int = 1) -> np.ndarray:
 def resum_everything(monkeypatch) -> None:
     """No cell fits the (shrunk) tolerance: every cell with a nonzero term is summed again
     in iteration order."""
-    monkeypatch.setattr(vector_store, "REAL_RTOL", 1e-300)
-    monkeypatch.setattr(vector_store, "REAL_ATOL", 0.0)
+    monkeypatch.setattr(sums, "REAL_RTOL", 1e-300)
+    monkeypatch.setattr(sums, "REAL_ATOL", 0.0)
 
 
 RESUMMED = [  # input shape, filter shape, attributes
@@ -198,14 +199,14 @@ def test_one_contraction_per_tap_value_computes_the_same(monkeypatch, taps, inpu
     """Parts too large for one contraction are computed one tap value at a time."""
     x, w = RNG.standard_normal(input_shape), RNG.standard_normal(filter_shape)
     whole = run_operator("nn.deconv", {"input": x, "filter": w}, attributes, engine="vector")
-    monkeypatch.setattr(vector_store, "TAP_PARTS_BYTES", 0)
+    monkeypatch.setattr(vector_taps, "TAP_PARTS_BYTES", 0)
     calls: list[int] = []
-    original = vector_store._contract
+    original = vector_taps.contract_reals
 
     def counting(spec, operands):
         calls.append(1)
         return original(spec, operands)
-    monkeypatch.setattr(vector_store, "_contract", counting)
+    monkeypatch.setattr(vector_taps, "contract_reals", counting)
     one_by_one = run_operator("nn.deconv", {"input": x, "filter": w}, attributes,
                               engine="vector")
     assert True in taps and len(calls) >= np.prod(filter_shape[2:])  # one per tap value
@@ -216,7 +217,7 @@ def test_one_contraction_per_tap_value_computes_the_same(monkeypatch, taps, inpu
 
 def test_one_contraction_per_tap_value_with_three_factors(monkeypatch, taps):
     """... and with the magnitudes' own contraction (three factors: no norms)."""
-    monkeypatch.setattr(vector_store, "TAP_PARTS_BYTES", 0)
+    monkeypatch.setattr(vector_taps, "TAP_PARTS_BYTES", 0)
     x, v, w = RNG.standard_normal((12, 4)), RNG.standard_normal(10), RNG.standard_normal((4, 3))
     path = operator(*THREE_FACTORS)
     vector = run_operator("f", {"x": x, "v": v, "w": w}, file=path, engine="vector")

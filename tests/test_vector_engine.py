@@ -1,4 +1,4 @@
-"""The vector engine computes the function the scalar engine defines.
+"""The vector engine computes the function the reference defines.
 
 Random formulas from tests/vector_strategies.py run on both engines: the outputs must agree
 (identical ints and bools; reals within refinterp.lower.engines' documented tolerance), or both
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from refinterp.api import run_operator
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.lower import engines
-from refinterp.lower.vector import run_vector
+from refinterp.lower.vector.runner import run_vector
 
 from .vector_strategies import Example, formulas
 
@@ -42,7 +42,7 @@ def run_both(example: Example, profile: str = "spec", max_memory: int | None = N
     vector = engines.make_engine(
         "vector", max_memory=max_memory or 2 ** 31, log=lambda inst, how: used.append(how))
     results = []
-    for engine in ("scalar", vector):
+    for engine in ("compiled", vector):
         try:
             results.append(run_operator("f", example.inputs, file=path, engine=engine,
                                         profile=profile))
@@ -222,7 +222,7 @@ def test_condition_and_select_masks():
 
 
 def test_errors_match_the_scalar_engine():
-    """An int division by zero on an evaluated iteration is the scalar engine's diagnostic;
+    """An int division by zero on an evaluated iteration is the reference's diagnostic;
     on an iteration the condition skips it is nothing."""
     n = np.array([4, 0, 2])
     text = op("n: int[3];", "y: int[3];", "y[i] = 12 / n[i], i < 3;")
@@ -239,7 +239,7 @@ def test_int_overflow_defers_to_the_scalar_engine():
     text = op("a: int[2];", "y: int[2];", "y[i] = (a[i] * a[i]) / a[i], i < 2;")
     scalar, vector, used = run_both(Example(text, {"a": a}))
     assert list(scalar["y"]) == list(vector["y"]) == [2 ** 40, 3]
-    assert "scalar" in used[0]
+    assert "compiled" in used[0]
 
 
 def test_chunking_matches_one_box():
@@ -272,7 +272,7 @@ def test_run_vector_reports_fallbacks():
         return run_vector(inst, inputs, profile, reports=reports)
 
     run_operator("f", {"a": np.array([2 ** 40, 3])}, file=write(text), engine=capture)
-    assert [r.engine for r in reports] == ["scalar"] and "int64" in reports[0].reason
+    assert [r.engine for r in reports] == ["compiled"] and "int64" in reports[0].reason
 
 
 # ---------------------------------------------------------------------- every corpus formula
@@ -284,14 +284,14 @@ from .test_codegen import LOWERED, invocation  # noqa: E402
                          ids=[f"{p.stem}:{d.name}" for p, d in LOWERED])
 def test_every_corpus_formula_agrees(path, definition):
     """Every @lower definition of the spec's corpus, on random inputs: the vector engine gives
-    the scalar engine's outputs (or its diagnostic)."""
+    the reference's outputs (or its diagnostic)."""
     from refinterp.language.instance import instantiate
-    from refinterp.lower.scalar import run_lowering
+    from refinterp.lower.compiled.runner import run_compiled
 
     for seed in range(3):
         inv, arrays = invocation(definition, seed)
         results = []
-        for run in (lambda i, a: run_lowering(i, a), lambda i, a: run_vector(i, a)):
+        for run in (lambda i, a: run_compiled(i, a), lambda i, a: run_vector(i, a)):
             try:
                 instance = instantiate(definition, inv)
                 copies = {k: [x.copy() for x in v] if isinstance(v, list) else v.copy()
@@ -328,8 +328,8 @@ def test_grouped_output_positions_are_a_strided_view():
 
 
 def test_int_infinity_values_fall_back():
-    """int(inf) has no int64 form: the formula runs on the scalar engine (found by the long
-    equality run)."""
+    """int(inf) has no int64 form: the formula runs on the compiled engine (found by the
+    long equality run)."""
     text = op("x: real[1]; n: int[1];", "y: int[1];", "y[i] = int(x[0]), i < 1;",
               "y[i] += n[0], i < 1;")
     check_equal(Example(text, {"x": np.array([np.inf]), "n": np.array([3])}))
@@ -337,7 +337,7 @@ def test_int_infinity_values_fall_back():
 
 def test_a_fold_with_an_initial_value_starts_from_it_on_both_engines() -> None:
     """§2.4 `x op .. op init` is ((init op x0) op x1) ...: the vector engine follows the same
-    rule as the scalar engine (the order changes the rounding of a sum)."""
+    rule as the reference (the order changes the rounding of a sum)."""
     import refinterp.api as api
 
     program = api.load_source("""
@@ -360,7 +360,7 @@ operator f {
 
 
 def _in_order(values, start=0.0):
-    """A plain Python sum, left to right, as the scalar engine adds."""
+    """A plain Python sum, left to right, as the reference adds."""
     total = start
     for v in values:
         total += v

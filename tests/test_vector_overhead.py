@@ -1,7 +1,7 @@
-"""The vector engine's cheaper paths keep the results of the slower ones (issue 21).
+"""The vector engine's cheaper paths keep the results of the slower ones.
 
 - A real contraction or sum bounds its terms' magnitude by Cauchy-Schwarz (sums of squares,
-  `vector_store._magnitude_bound`) and takes the exact magnitude only for the cells that bound
+  `vector.sums.magnitude_bound`) and takes the exact magnitude only for the cells that bound
   leaves open: the bound must never be below the exact magnitude, and the cells summed again
   in iteration order must still be exactly those that cancel.
 - Outputs whose first formula assigns every cell are allocated without zeros
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from refinterp import api
-from refinterp.lower import vector_store as VS
+from refinterp.lower.vector import stores, sums
 
 from .test_vector_engine import Example, check_equal, op, run_both, vectorised
 
@@ -34,7 +34,7 @@ def test_matrix_bound_is_above_the_exact_magnitude(scale):
     b = RNG.standard_normal((9, 5))
     a[0, :] = 0.0
     a[1, 0] = 5e-324  # a subnormal: its square underflows to zero
-    bound = VS._magnitude_bound("ab,bc->ac", [a, b], (7, 9, 5), {0, 1, 2})
+    bound = sums.magnitude_bound("ab,bc->ac", [a, b], (7, 9, 5), {0, 1, 2})
     assert bound is not None and bound.shape == (7, 5)
     exact = _exact_magnitude(a, b)
     finite = np.isfinite(bound)
@@ -46,13 +46,13 @@ def test_matrix_bound_is_above_the_exact_magnitude(scale):
 @pytest.mark.parametrize("scale", [1.0, 1e-170, 1e-320])
 def test_sum_bound_is_above_the_exact_magnitude(scale):
     x = RNG.standard_normal((4, 11)) * scale
-    bound = VS._magnitude_bound("ab->a", [x], (4, 11), {0, 1})
+    bound = sums.magnitude_bound("ab->a", [x], (4, 11), {0, 1})
     assert (bound >= np.abs(x).sum(axis=1)).all()
 
 
 def test_a_batched_product_is_bounded_by_cauchy_schwarz():
     a, b = RNG.standard_normal((3, 4, 5)), RNG.standard_normal((3, 5, 6))
-    bound = VS._magnitude_bound("abc,acd->abd", [a, b], (3, 4, 5, 6), {0, 1, 2, 3})
+    bound = sums.magnitude_bound("abc,acd->abd", [a, b], (3, 4, 5, 6), {0, 1, 2, 3})
     exact = np.einsum("abc,acd->abd", np.abs(a), np.abs(b))
     assert (bound >= exact).all()
     # Cauchy-Schwarz itself, from NumPy norms: within a few roundings of sqrt(sum a^2 sum b^2)
@@ -65,7 +65,7 @@ def test_a_convolution_bound_covers_a_factor_missing_a_summed_letter():
     """`ab,b->a` summed over b and c where the second factor lacks c: each factor as a vector
     over (b, c), the one lacking c repeated c's extent times."""
     x, w = RNG.standard_normal((4, 3, 2)), RNG.standard_normal((3,))
-    bound = VS._magnitude_bound("abc,b->a", [x, w], (4, 3, 2), {0, 1, 2})
+    bound = sums.magnitude_bound("abc,b->a", [x, w], (4, 3, 2), {0, 1, 2})
     exact = np.abs(x * w[None, :, None]).sum(axis=(1, 2))
     assert (bound >= exact).all()
     expected = np.sqrt((x * x).sum(axis=(1, 2)) * (w * w).sum() * 2)
@@ -74,7 +74,7 @@ def test_a_convolution_bound_covers_a_factor_missing_a_summed_letter():
 
 def test_a_factor_with_a_repeated_letter_has_no_cheap_bound():
     a, b = RNG.standard_normal((4, 4)), RNG.standard_normal((4,))
-    assert VS._magnitude_bound("aa,a->", [a, b], (4,), {0}) is None
+    assert sums.magnitude_bound("aa,a->", [a, b], (4,), {0}) is None
 
 
 def _in_order(values, start=0.0):
@@ -126,8 +126,8 @@ def test_fresh_output_with_a_guard_keeps_zeros():
 
 
 def test_fresh_output_of_a_fallback_formula_keeps_zeros():
-    """An int that may leave int64 makes the formula fall back; the scalar engine starts
-    from zeros all the same."""
+    """An int that may leave int64 makes the formula fall back; the compiled engine
+    starts from zeros all the same."""
     n = np.array([2 ** 62, 1, 3], dtype=np.int64)
     text = op("n: int[3];", "y: int[4];", "y[i] = n[i] * 2, i < 3 | n[i] < 10;")
     scalar, vector, _ = run_both(Example(text, {"n": n}))
@@ -158,7 +158,7 @@ def _blocked_case(rng, scale):
     with np.errstate(all="ignore"):  # products beyond float64 overflow, as in the definition
         parts = [a[:, lo:hi] @ b[lo:hi] for lo, hi in spans]
         magnitude = np.abs(a) @ np.abs(b)
-        summed = VS.BlockedSum.of(start.copy(), parts, [hi - lo for lo, hi in spans],
+        summed = sums.BlockedSum.of(start.copy(), parts, [hi - lo for lo, hi in spans],
                                   magnitude, 2)
         definition = np.array([_in_order([float(a[c, k] * b[k]) for k in range(n)],
                                          float(start[c])) for c in range(cells)])
@@ -183,7 +183,7 @@ def test_the_blocked_bound_is_tighter_than_gamma_n():
     """Blocks of 10 of 96 terms: several times below the any-order bound of both sums,
     2 gamma(n + 1) (|current value| + magnitude), which the unblocked sum must use."""
     summed, _, reach = _blocked_case(np.random.default_rng(9), 1.0)
-    assert (summed.error(np.arange(summed.total.size)) < 2 * VS._gamma(97) * reach / 3).all()
+    assert (summed.error(np.arange(summed.total.size)) < 2 * sums.gamma(97) * reach / 3).all()
 
 
 def test_a_blocked_matmul_resums_few_cells(monkeypatch):
@@ -192,14 +192,14 @@ def test_a_blocked_matmul_resums_few_cells(monkeypatch):
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((64, 1024)), rng.standard_normal((1024, 64))
     resummed = []
-    original = VS.Stores.add_in_order
+    original = stores.Stores.add_in_order
 
     def counting(self, view, fast, magnitude, count, terms, *args, **kwargs):
         return original(self, view, fast, magnitude, count,
                         lambda cells: resummed.append(len(cells)) or terms(cells),
                         *args, **kwargs)
 
-    monkeypatch.setattr(VS.Stores, "add_in_order", counting)
+    monkeypatch.setattr(stores.Stores, "add_in_order", counting)
     out = vectorised(op("a: real[64, 1024]; b: real[1024, 64];", "z: real[64, 64];",
                         "z[i, j] += a[i, k] * b[k, j], i < 64, j < 64, k < 1024;"),
                      {"a": a, "b": b})["z"]

@@ -37,7 +37,7 @@ def test_each_item_follows_its_own_condition(tmp_path, engine) -> None:
     x = np.arange(20.0).reshape(5, 4)
     how = []
     run = api.evaluate(path, op="pick", inputs={"x": x}, engine=engine,
-                       log=lambda instance, used: how.append(used))
+                       hooks=api.Hooks(log=lambda instance, used: how.append(used)))
     np.testing.assert_array_equal(run.outputs["y"], expected(x))
     if engine == "vector":
         assert how == ["vector"], how  # not a fallback to the scalar engine
@@ -56,7 +56,8 @@ def test_the_bicubic_grid_sample_runs_vectorised() -> None:
             attributes = {"mode": "CUBIC", "padding": padding, "aligned": aligned}
             out = api.evaluate("image.grid_sample", inputs={"input": x, "grid": grid},
                                attributes=attributes, engine="vector",
-                               log=lambda instance, used: how.append(used)).outputs["output"]
+                               hooks=api.Hooks(log=lambda instance, used: how.append(used))
+                               ).outputs["output"]
             np.testing.assert_allclose(out, ref_grid_sample(x, grid, "CUBIC", padding, aligned),
                                        rtol=1e-12, atol=1e-12)
     assert set(how) == {"vector"}, how

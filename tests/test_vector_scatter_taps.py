@@ -1,14 +1,14 @@
-"""The vector engine's tap-by-tap `+=` (vector_store.Stores.add_by_taps): a real `+=` of a
+"""The vector engine's tap-by-tap `+=` (vector.stores.Stores.add_by_taps): a real `+=` of a
 product whose output positions are affine in the loop indices but reach some cells from
 several iterations, as in a transposed convolution
 `output[.., |stride * i + dilation * j - offset|..] += input[.., i..] * filter[.., j..]`.
 
-Every case runs on the scalar engine (the definition) and on the vector engine, and both are
-compared with an independent NumPy computation written here; the vector engine must also
-agree with the scalar engine within the engines' tolerance (`engines.difference`), including
-where the terms of a cell cancel (the cells are then summed again in iteration order) and
-with nan and infinities. Cases that are not of that form (positions that are not affine, int
-sums) must not take the path and still compute right.
+Every case runs on the compiled engine (the definition's results) and on the vector engine,
+and both are compared with an independent NumPy computation written here; the vector engine
+must also agree with the reference within the engines' tolerance (`engines.difference`),
+including where the terms of a cell cancel (the cells are then summed again in iteration
+order) and with nan and infinities. Cases that are not of that form (positions that are not
+affine, int sums) must not take the path and still compute right.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refinterp.api import run_operator
-from refinterp.lower import engines, vector_store
-from refinterp.lower.vector_store import Stores, TapForm
+from refinterp.lower import engines
+from refinterp.lower.vector import taps as vector_taps
+from refinterp.lower.vector.stores import Stores
+from refinterp.lower.vector.taps import TapForm
 
 RNG = np.random.default_rng(2024)
 _TEMPORARY = tempfile.TemporaryDirectory(prefix="refinterp_taps_")  # removed at exit
@@ -174,7 +176,7 @@ def test_cancelling_terms_are_summed_again_in_iteration_order(taps):
     """Channels x and -x against one filter: every cell's terms cancel, so the result is the
     rounding of the order of the additions. Tap by tap in BLAS order, the sum differs from the
     definition's beyond the tolerance (shown with NumPy); the vector engine sums such cells
-    again in iteration order and agrees with the scalar engine."""
+    again in iteration order and agrees with the reference."""
     x = RNG.standard_normal((2, 3, 6, 6)) * 1e6
     w = RNG.standard_normal((3, 3, 3, 3))
     x, w = np.concatenate([x, -x], axis=1), np.concatenate([w, w], axis=0)
@@ -385,7 +387,7 @@ def test_random_tap_formulas_agree(example):
     """Tap by tap even for a handful of iterations: the same function as the definition."""
     path, inputs = example
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vector_store, "MIN_ITERATIONS_PER_TAP", 0)
+        patch.setattr(vector_taps, "MIN_ITERATIONS_PER_TAP", 0)
         scalar = run_operator("f", inputs, file=path, engine="scalar")
         vector = run_operator("f", inputs, file=path, engine="vector")
     found = engines.difference(scalar["y"], vector["y"], "y")

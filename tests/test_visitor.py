@@ -12,9 +12,9 @@ import refinterp
 from refinterp.core.diagnostics import EvalDiagnostic, TypeDiagnostic
 from refinterp.language.expr import Environment, Evaluator
 from refinterp.language.types import Checker, Scope, check_expr
-from refinterp.lower.codegen import Generator
-from refinterp.lower.scalar import FormulaRunner
-from refinterp.lower.vector_eval import BoxEvaluator
+from refinterp.lower.compiled.kernel import Generator
+from refinterp.lower.reference import FormulaRunner
+from refinterp.lower.vector.evaluation import BoxEvaluator
 from refinterp.syntax import ast, printer
 from refinterp.syntax.visitor import EXPRESSION_CLASSES, ExprVisitor, UnhandledNode, children
 
@@ -25,8 +25,8 @@ MUST_BE_COMPLETE: list[type] = [
     printer._ExprPrinter,  # format_expr
     Checker,               # check_expr
     Evaluator,             # evaluate
-    FormulaRunner,         # the scalar engine's closures
-    Generator,             # the scalar engine's generated code
+    FormulaRunner,         # the reference's closures
+    Generator,             # the compiled engine's generated code
     BoxEvaluator,          # the vector engine
 ]
 

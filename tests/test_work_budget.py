@@ -74,6 +74,11 @@ STEP = 10 ** 4  # the units of an invocation or a loop step (docs/limits.md)
 X = {"x": np.array(1.0)}
 
 
+# a bound on the time of a stopped run: far below what the unbounded runs here take (hours),
+# far above what a stopped run takes on a loaded 2-core machine (well under a second idle)
+UNBOUNDED_FLOOR = 30.0
+
+
 @pytest.fixture(scope="module")
 def program() -> ri.Program:
     return ri.load_source(PROGRAM, path="work.sknd")
@@ -84,11 +89,13 @@ def line_of(needle: str) -> int:
 
 
 def stopped(program: ri.Program, op: str, attributes: dict, **limits) -> ri.Error:
-    """The error a run ends with, after checking it took well under a second."""
+    """The error a run ends with, after checking it ended: the unbounded runs of these tests
+    take hours, so a generous bound (a loaded machine is slow) still tells the two apart."""
     start = time.monotonic()
     with pytest.raises(ri.Error) as raised:
-        ri.evaluate(program, op=op, inputs=X, attributes=attributes, **limits)
-    assert time.monotonic() - start < 1.0
+        ri.evaluate(program, op=op, inputs=X, attributes=attributes,
+                    limits=ri.Limits(**limits))
+    assert time.monotonic() - start < UNBOUNDED_FLOOR
     return raised.value
 
 
@@ -139,8 +146,8 @@ def test_the_default_stops_the_pathological_runs_by_their_counts() -> None:
 def test_nested_loops_stop_at_the_budget(program) -> None:
     error = stopped(program, "nested", {"n": 10000, "m": 10000}, max_work=3000 * STEP)
     assert error.code == "E1203"
-    assert error.message == (f"the run exceeds its work budget of {3000 * STEP} (invocations + loop "
-                             "steps + @lower iterations)")
+    assert error.message == (f"the run exceeds its work budget of {3000 * STEP} (invocations + "
+                             "loop steps + @lower iterations)")
     assert any("--max-work" in note and "max_work=" in note for note in error.notes)
     assert error.span.line == line_of("do..(m)")  # the inner loop, or its math.add
 
@@ -168,10 +175,10 @@ def test_a_huge_formula_in_a_long_loop_stops_before_it_runs(program) -> None:
 def test_shapes_follows_loops_within_the_budget(program) -> None:
     with pytest.raises(ri.Error) as raised:
         ri.shapes(program, op="nested", attributes={"n": 10000, "m": 10000},
-                  max_work=500 * STEP)
+                  limits=ri.Limits(max_work=500 * STEP))
     assert raised.value.code == "E1203"
     assert ri.shapes(program, op="nested", attributes={"n": 2, "m": 3},
-                     max_work=500 * STEP).checked
+                     limits=ri.Limits(max_work=500 * STEP)).checked
 
 
 def test_command_line_max_work_on_eval_shapes_and_einsum(tmp_path, capsys) -> None:
@@ -194,7 +201,7 @@ def test_command_line_max_work_on_eval_shapes_and_einsum(tmp_path, capsys) -> No
                                     {"timeout": "1"}, {"timeout": True}])
 def test_invalid_budget_or_timeout_is_an_argument_error(option) -> None:
     with pytest.raises(ri.Error) as raised:
-        ri.evaluate("math.neg", inputs=X, **option)
+        ri.Limits(**option)
     assert raised.value.code == "E0901"
 
 
@@ -209,7 +216,8 @@ def test_invalid_budget_or_timeout_option_is_misuse(capsys, args) -> None:
 
 
 def test_timeout_ends_an_endless_run(tmp_path, capsys) -> None:
-    """`--timeout 1` on 10^8 invocations (about an hour) ends with E1204 within about 2 s."""
+    """`--timeout 1` on 10^8 invocations (about an hour) ends with E1204 after at least 1 s
+    and long before the hour."""
     path = tmp_path / "work.sknd"
     path.write_text(PROGRAM)
     start = time.monotonic()
@@ -220,15 +228,16 @@ def test_timeout_ends_an_endless_run(tmp_path, capsys) -> None:
     assert (status, error["code"]) == (1, "E1204")
     assert error["message"] == "the run exceeds its time limit of 1 s"
     assert any("--timeout" in note for note in error["notes"])
-    assert 1.0 <= elapsed < 2.5
+    assert 1.0 <= elapsed < UNBOUNDED_FLOOR
 
 
 def test_timeout_applies_to_shapes(program) -> None:
     start = time.monotonic()
     with pytest.raises(ri.Error) as raised:
-        ri.shapes(program, op="nested", attributes={"n": 10000, "m": 10000}, timeout=0.3)
+        ri.shapes(program, op="nested", attributes={"n": 10000, "m": 10000},
+                  limits=ri.Limits(timeout=0.3))
     assert raised.value.code == "E1204"
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < UNBOUNDED_FLOOR
 
 
 # ------------------------------------------------------------------ E1205
@@ -251,12 +260,12 @@ def test_memory_error_in_an_operator_names_it(program) -> None:
 
 
 def test_memory_error_anywhere_in_a_command_is_a_diagnostic(monkeypatch, capsys) -> None:
-    from refinterp.cli import commands
+    from refinterp.cli import cmd_parse
 
     def exhausted(args, out):
         raise MemoryError()
 
-    monkeypatch.setitem(commands.COMMANDS, "parse", exhausted)
+    monkeypatch.setattr(cmd_parse, "run", exhausted)
     assert main(["parse", "x.sknd"]) == 1
     err = capsys.readouterr().err
     assert "out of memory while running 'refinterp parse' [E1205]" in err

@@ -1,1 +1,2 @@
-"""Test helpers shared by spec_tests/ and tests/ (independent of refinterp: they never import it)."""
+"""Test helpers shared by spec_tests/ and tests/ (independent of refinterp: they never import
+it)."""

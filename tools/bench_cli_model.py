@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark: a whole model through the command line, cold (issue 21 target: the cold
-`refinterp eval DIR --inputs … --params params.npz` at most the in-process run + the process
-start + the unavoidable read of the parameter file).
+"""Benchmark: a whole model through the command line, cold (the target, docs/performance.md:
+the cold `refinterp eval DIR --inputs … --params params.npz` at most the in-process run + the
+process start + the unavoidable read of the parameter file).
 
     python tools/bench_cli_model.py [--runs N]
 

@@ -8,7 +8,7 @@ reductions, small matmuls, argmax along a long and a short axis, the last with t
 step for the vector engine) both engines run the same instance; printed per instance: the
 iteration count, the median measured time of each engine, the model's estimates, the engine
 `auto` chose and whether it is the faster one measured ("ok", or "WRONG" with the cost of the
-wrong choice as a ratio). The constants of the model (`SCALAR_FIXED_US` ... in engines.py) are
+wrong choice as a ratio). The constants of the model (`COMPILED_FIXED_US` ... in engines.py) are
 per-call and per-iteration costs; when an engine's overheads change, re-derive them from this
 table (fixed cost: the time of the smallest instances; per iteration: the slope between the
 small and the large ones). Times are ratios in one run, never asserted in tests.
@@ -76,26 +76,26 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    print(f"{'instance':34} {'iterations':>10} {'scalar':>9} {'vector':>9} {'est. s':>9} "
-          f"{'est. v':>9}  auto    check")
+    print(f"{'instance':34} {'iterations':>10} {'compiled':>9} {'vector':>9} {'est. s':>9} "
+          f"{'est. v':>9}  auto     check")
     wrong = 0
     for name, inputs, attributes in cases(rng):
         shapes = "x".join(str(s) for s in next(iter(inputs.values())).shape)
         for instance, arrays, profile in instances(name, inputs, attributes):
-            scalar = median_time(lambda: engines.ENGINES["scalar"](instance, arrays, profile),
-                                 args.repeat)
+            compiled = median_time(lambda: engines.ENGINES["compiled"](instance, arrays,
+                                                                      profile), args.repeat)
             vector = median_time(lambda: engines.ENGINES["vector"](instance, arrays, profile),
                                  args.repeat)
             choice = engines.choose(instance, arrays)
-            faster = "scalar" if scalar < vector else "vector"
-            chosen = scalar if choice.engine == "scalar" else vector
+            faster = "compiled" if compiled < vector else "vector"
+            chosen = compiled if choice.engine == "compiled" else vector
             check = "ok" if choice.engine == faster else \
-                f"WRONG ({chosen / min(scalar, vector):.2f}x)"
+                f"WRONG ({chosen / min(compiled, vector):.2f}x)"
             wrong += choice.engine != faster
             label = f"{name} {instance.definition.name} {shapes}"
-            print(f"{label:34} {engines.iterations(instance):>10} {scalar * 1e3:8.3f}m "
-                  f"{vector * 1e3:8.3f}m {choice.scalar_us / 1e3:8.3f}m "
-                  f"{choice.vector_us / 1e3:8.3f}m  {choice.engine:7} {check}")
+            print(f"{label:34} {engines.iterations(instance):>10} {compiled * 1e3:8.3f}m "
+                  f"{vector * 1e3:8.3f}m {choice.compiled_us / 1e3:8.3f}m "
+                  f"{choice.vector_us / 1e3:8.3f}m  {choice.engine:8} {check}")
     print(f"{wrong} wrong choice(s)")
     return 0
 

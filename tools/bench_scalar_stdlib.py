@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Benchmark the scalar engine on every public lowered standard-library operator.
+"""Benchmark the compiled engine on every public lowered standard-library operator.
 
     python3 tools/bench_scalar_stdlib.py [--only SUBSTRING] [--repeat N] [--scale F]
 
 Every public operator with an `@lower` block (kind "lowered" in `refinterp.api.operators(m)`
 for each module `m` of `refinterp.api.stdlib_modules()`, names starting with `_` left out) runs
-through `refinterp.api.evaluate("module.op", ..., engine="scalar")` on one fixed instance: the
+through `refinterp.api.evaluate("module.op", ..., engine="compiled")` on one fixed instance: the
 `CASES` table below, or, for an element-wise operator without an entry, inputs built from its
 signature (every required input SIDE x SIDE, real or bool as declared, a pack as PACK such
 arrays, values in the operator's DOMAIN).
@@ -32,7 +32,7 @@ Printed, one row per operator, sorted by iterations/s (fastest first; failures l
   element-wise add/sub/mul/div/exp/relu: `nn.softmax` is composed, and max_reduce, sub, exp,
   sum_reduce and div are its lowered parts): the same computation written as the simplest
   one-line `@lower` formula (ONE_LINE_SOURCE, loaded with `api.load_source`), run with
-  engine="scalar" on the same arrays in the same run; its time (best of N), the ratio stdlib
+  engine="compiled" on the same arrays in the same run; its time (best of N), the ratio stdlib
   time / one-line time, and whether both outputs agree (`np.allclose` with the engines'
   documented tolerance, rtol 1e-9 and atol 1e-12): "equal" or "DIFFERENT".
 
@@ -46,7 +46,7 @@ compared with an absolute target.
 Instances: element-wise operators and reductions on 160x160 (25 600 iterations), matmul and
 linear 30x30x30, conv and deconv 1x4x16x16 with a 4x4x3x3 filter and padding 1, max/sum pooling
 1x4x32x32 with 3x3 windows and padding 1 (36 864); see `CASES`. They are about 2.5*10^4
-iterations rather than 10^5 so that the default run takes a few minutes: the scalar engine runs
+iterations rather than 10^5 so that the default run takes a few minutes: the compiled engine runs
 most stdlib formulas at 0.01-0.15 M iterations/s, so one such run takes 0.2-2.5 s. The formulas
 in the engine's generated-code subset (the unary math functions, nn.linear, linalg.dot, ...) run
 at 0.4-8 M/s. The one-line equivalents run at about 1-5 M/s: 1-2.5x faster than a stdlib
@@ -138,7 +138,8 @@ CASES: dict[str, Case] = {
                     lambda d: {"shape": [d(SIDE), d(SIDE)]}),
     "nx.from_host": case(lambda d, rng: {"buf": real(rng, d(SIDE) * d(SIDE))}),
     **{f"nx.reduce_{name}": case(lambda d, rng: {"x": real(rng, d(SIDE), d(SIDE))},
-                                 lambda d: {"axes": [1]}) for name in ("sum", "prod", "max", "min")},
+                                 lambda d: {"axes": [1]})
+       for name in ("sum", "prod", "max", "min")},
     **{f"nx.{name}": case(lambda d, rng: {"x": real(rng, d(SIDE), d(SIDE))},
                           lambda d: {"axis": 1}) for name in ("argmax", "argmin")},
     "nx.expand": case(lambda d, rng: {"t": real(rng, 1, d(SIDE))},
@@ -399,7 +400,7 @@ class Result:
     one_line_seconds: float | None = None
     one_line_error: str | None = None
     check: str | None = None  # "equal" / "DIFFERENT" when there is a one-liner
-    paths: list[str] = field(default_factory=list)  # the scalar engine's log, per instance run
+    paths: list[str] = field(default_factory=list)  # the compiled engine's log, per instance run
 
     @property
     def rate(self) -> float | None:
@@ -501,7 +502,8 @@ def measure(name: str, signature: Any, scale: float, repeat: int,
     def run() -> Any:
         counted.clear()
         return api.evaluate(name, inputs=inputs, attributes=attributes,
-                            generics=chosen.generics, engine="scalar", log=log)
+                            generics=chosen.generics, engine="compiled",
+                            hooks=api.Hooks(log=log))
     try:
         result.seconds, stdlib_run = timed(run, repeat)
     except Exception as error:
@@ -513,7 +515,7 @@ def measure(name: str, signature: Any, scale: float, repeat: int,
     try:
         result.one_line_seconds, one_run = timed(
             lambda: api.evaluate(one_line_program, op=ONE_LINE[name], inputs=inputs,
-                                 engine="scalar"), repeat)
+                                 engine="compiled"), repeat)
     except Exception as error:
         result.one_line_error = first_line(error)
         return result
@@ -554,7 +556,7 @@ def report(results: list[Result], out: Any = None, why: bool = False) -> None:
         print(f"{r.name:{width}}  {r.instance or '-':{inst}}  FAILED: {r.error}", file=out)
     if why:
         print(file=out)
-        print("the scalar engine's path, per operator (as --verbose prints it):", file=out)
+        print("the compiled engine's path, per operator (as --verbose prints it):", file=out)
         for r in ran:
             for path in r.paths:
                 print(f"{r.name:{width}}  {path}", file=out)
@@ -593,8 +595,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every instance extent by F (default 1)")
     parser.add_argument("--why", action="store_true",
-                        help="after the table, the scalar engine's path for every formula: "
-                             "generated code (after folding) or the tree walk, and why")
+                        help="after the table, the compiled engine's path for every formula: "
+                             "generated code (after folding) or the reference, and why")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark: cold start-up of `refinterp eval` on one-op graphs (issue 21 targets: at most 2x
-a bare `python -c "import numpy"`; a single-op graph under a Khronos --stdlib at most 0.3 s).
+"""Benchmark: cold start-up of `refinterp eval` on one-op graphs (targets, docs/performance.md:
+at most 2x a bare `python -c "import numpy"`; a single-op graph under a Khronos --stdlib at most
+0.3 s).
 
 Usage: python3 tools/bench_startup.py [--runs N] [--khronos-stdlib DIR] [--other TREE]
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark of the vector engine: each case is run by refinterp (the stdlib
 operator through `api.evaluate`, engine `vector`) and by the same computation hand-written in
-NumPy, in the same run; the ratio refinterp / NumPy is printed, with issue 21's target
-(matmul, element-wise, reductions and softmax <= 1.3x; convolution and pooling <= 1x; the
-transposed convolution and the bicubic grid sample <= 2x; AlexNet in-process <= 1.5x).
+NumPy, in the same run; the ratio refinterp / NumPy is printed, with its target
+(docs/performance.md: matmul, element-wise, reductions and softmax <= 1.3x; convolution and
+pooling <= 1x; the transposed convolution and the bicubic grid sample <= 2x; AlexNet
+in-process <= 1.5x).
 
     python tools/bench_vector.py [--repeat N] [--case NAME ...] [--large]
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 
-from refinterp.api import evaluate  # noqa: E402
+from refinterp.api import Limits, evaluate  # noqa: E402
 from refinterp.lower import engines  # noqa: E402
 
 
@@ -132,7 +133,7 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
         return engines.make_engine(engine)(instance, arrays, profile)
 
     evaluate(name, inputs=inputs, attributes=attributes, engine=capture,
-             max_lower_iterations=LOWER_ITERATIONS)
+             limits=Limits(max_lower_iterations=LOWER_ITERATIONS))
     run = engines.make_engine(engine)
 
     def ours() -> np.ndarray:
@@ -142,7 +143,7 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
 
     def total() -> np.ndarray:
         return evaluate(name, inputs=inputs, attributes=attributes, engine=engine,
-                        max_lower_iterations=LOWER_ITERATIONS).outputs[output]
+                        limits=Limits(max_lower_iterations=LOWER_ITERATIONS)).outputs[output]
     return ours, reference, total
 
 
@@ -259,7 +260,7 @@ def build_cases(engine: str, large: bool = False) -> dict[str, tuple]:
 
 
 def large_cases(rng: np.random.Generator, case: Callable) -> dict[str, Callable]:
-    """The sizes of issue 21's slow operators (`--large`; minutes before that issue): a
+    """The sizes of the slowest operators (`--large`; minutes before the vector engine's taps): a
     transposed convolution 4x64x224x224, 5x5 -> 32 channels, and a bicubic grid sample
     4x32x224x224; target <= 2x the hand-written NumPy version."""
     x, w = rng.standard_normal((4, 64, 224, 224)), rng.standard_normal((64, 32, 5, 5)) * 0.05

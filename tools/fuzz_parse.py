@@ -3,8 +3,8 @@
 
 Usage: python3 tools/fuzz_parse.py [--count N] [--seed S]
 
-Issue 2 acceptance: 2,000 variants give only refinterp diagnostics (no other exception) and none
-takes longer than 1 s. The mutations are those of tests/mutations.py (delete, duplicate, swap,
+The bar: 2,000 variants give only refinterp diagnostics (no other exception) and none takes
+longer than 1 s. The mutations are those of tests/mutations.py (delete, duplicate, swap,
 truncate tokens). Exit status 1 if any variant crashes or is too slow.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The long run of the vector/scalar equality suite: many random formulas from
+"""The long run of the vector/compiled equality suite: many random formulas from
 tests/vector_strategies.py on both engines, under both profiles and with chunking, plus a
 summary of how often the vector engine ran, fell back, or both engines reported a diagnostic.
 
@@ -30,7 +30,8 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-fallbacks", action="store_true",
-                        help="print the reasons of the scalar fallbacks with their counts")
+                        help="print the reasons of the fallbacks to the compiled engine with "
+                             "their counts")
     args = parser.parse_args()
     outcomes: collections.Counter[str] = collections.Counter()
     reasons: collections.Counter[str] = collections.Counter()
@@ -55,7 +56,7 @@ def main() -> int:
         else:
             outcomes["fell back for some formula"] += 1
             for part in how.split("; ")[1:]:
-                reasons[part.split("scalar (", 1)[-1].rstrip(")")] += 1
+                reasons[part.split("compiled (", 1)[-1].rstrip(")")] += 1
 
     try:
         check()

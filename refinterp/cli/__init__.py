@@ -1,7 +1,12 @@
-"""The `refinterp` command line: a thin layer over `refinterp.api` — argument parsing
-(`arguments`), the commands (`commands`: file I/O through `refinterp.io`, rendering), and where
-output goes (`output`). No SkriptND semantics live here: the package imports nothing of
-refinterp but `api`, `io`, `core.diagnostics` and `language.values`.
+"""The `refinterp` command line: a thin layer over `refinterp.api`. Each command is a module
+`cmd_NAME` holding its parser (`add_parser`) and its action (`run`); the options several
+commands share and the parsing of option values are in `options`, the input arrays and output
+summaries of a run (eval, einsum) in `arrays`, and where output goes in `output`. `main`
+builds the parser from the command modules (`COMMANDS`, each imported only when needed).
+No SkriptND semantics live here: of refinterp, the package imports `api`, `io`,
+`core.diagnostics`, `core.files` and `language.values`, and the front doors of `golden`,
+`harness`, `trace` and `einsum` (tests/test_cli_surface.py). Within it, imports point one
+way: `__init__` -> `cmd_*` -> `arrays` -> `options` -> `output`.
 
 Exit status: 0 success, 1 a diagnostic about the user's input (running out of memory
 included, E1205) or a stdout or stderr that cannot be written, 2 command-line misuse, 3 an
@@ -11,18 +16,73 @@ stdout went away (a broken pipe). docs/api.md "Exit status".
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import gc
+import importlib
 import sys
+from types import ModuleType
 from typing import Sequence
 
-from refinterp.cli.arguments import build_parser, check_paths, command_named, expression_first
-from refinterp.cli.commands import COMMANDS, progress_line
+from refinterp.cli.options import check_paths
 from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
-                                  StreamError, UsageError, guard_streams, settle_streams)
+                                  StreamError, UsageError, guard_streams, progress_line,
+                                  settle_streams)
 from refinterp.core.diagnostics import Diagnostic, render
 
-__all__ = ["main", "build_parser", "progress_line"]
+__all__ = ["main", "build_parser", "progress_line", "COMMANDS"]
+
+# the commands, in the order `refinterp --help` lists them: command NAME is module cmd_NAME
+COMMANDS = ("parse", "fmt", "expr", "ops", "describe", "shapes", "eval", "golden", "check",
+            "einsum")
+
+
+def command_module(name: str) -> ModuleType:
+    """The module of command `name`: `add_parser(commands)` registers its parser and
+    `run(args, out)` runs it, returning the exit status."""
+    return importlib.import_module(f"refinterp.cli.cmd_{name}")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line; with `command`, only that command's parser is added,
+    which is all `main` needs once the command is known (start-up time: only its module is
+    imported; docs/architecture.md "Start-up")."""
+    parser = argparse.ArgumentParser(
+        prog="refinterp",
+        description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"refinterp {_version()}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS if command is None else (command,):
+        command_module(name).add_parser(commands)
+    return parser
+
+
+def _version() -> str:
+    """refinterp's version (refinterp/__init__.py; the package metadata reads it from there,
+    and importlib.metadata would cost ~10 ms of start-up on every command)."""
+    from refinterp import __version__
+
+    return __version__
+
+
+def command_named(argv: list[str]) -> str | None:
+    """The command of a command line when it is plain to see — the first argument, or the
+    second after --debug — else None (then every command's parser is built: help, a
+    misspelt command, options before the command)."""
+    first = 1 if argv[:1] == ["--debug"] else 0
+    name = argv[first] if len(argv) > first else None
+    return name if name in COMMANDS else None
+
+
+def preprocess(argv: list[str]) -> list[str]:
+    """The command line as argparse is to read it: an `expr` expression that starts with '-'
+    (`refinterp expr -inf`) is marked as no option (cmd_expr.expression_first)."""
+    if "expr" not in argv:
+        return argv
+    return command_module("expr").expression_first(argv)
 
 
 _SKIPPING_FINAL_COLLECTION: list[bool] = []
@@ -99,10 +159,10 @@ def _command(arguments: list[str], process: bool) -> int:
     """Parse and run one command line; its exit status. A failing stdout or stderr
     (StreamError) is left to `main`."""
     parser = build_parser(command_named(arguments))
-    args = parser.parse_args(expression_first(arguments))
+    args = parser.parse_args(preprocess(arguments))
     args.argv = arguments  # as given (eval --save-case records the command)
     out = Output(json_mode=getattr(args, "json", False) is True)  # check: --json FILE
-    run = COMMANDS[args.command]
+    run = command_module(args.command).run
     try:
         check_paths(args)
         if process:

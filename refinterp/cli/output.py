@@ -187,3 +187,10 @@ def _hold_on_null(fd: int, replace: bool = False) -> None:
     if null != fd:
         os.dup2(null, fd)
         os.close(null)
+
+
+def progress_line(running: list[str], seconds: float) -> None:
+    """A line on stderr while a long run lasts: which operators are running, for how long
+    (`eval --progress`)."""
+    sys.stderr.write(f"refinterp: still running {' > '.join(running)} ({seconds:.0f} s)\n")
+    sys.stderr.flush()

@@ -59,6 +59,7 @@ class IdentityCache(Generic[V]):
         self._entries: BoundedCache[tuple[object, V]] = BoundedCache(size)
 
     def get(self, key: object) -> V | None:
+        # by id(): each entry holds its key, so no other object has that id while it lives
         entry = self._entries.get(id(key))
         return entry[1] if entry is not None and entry[0] is key else None
 
@@ -72,7 +73,7 @@ class IdentityCache(Generic[V]):
         return len(self._entries)
 
 
-# Environment variables of the disk cache (docs/architecture.md "Start-up").
+# Environment variables of the disk cache (docs/performance.md "Start-up").
 CACHE_DIR_VARIABLE = "REFINTERP_CACHE_DIR"   # where the cache lives (default: user cache dir)
 NO_CACHE_VARIABLE = "REFINTERP_NO_CACHE"     # set (to anything but '' or '0'): no disk cache
 

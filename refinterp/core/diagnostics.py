@@ -1,6 +1,7 @@
 """User-facing diagnostics: errors and warnings that carry source spans and an operator call stack.
 
-Every mistake in a user's SkriptND text or invocation reaches the user as a `Diagnostic`, rendered as
+Every mistake in a user's SkriptND text or invocation reaches the user as a `Diagnostic`,
+rendered as
 
     path:line:col: error: message
        12 |     stride > 0: "'stride' must be positive", stride;
@@ -8,7 +9,7 @@ Every mistake in a user's SkriptND text or invocation reaches the user as a `Dia
       a note line
       while invoking nn.conv (model/main.sknd:40:9)
 
-never as a Python traceback (see docs/architecture.md).
+never as a Python traceback (docs/api.md "Exit status": a traceback is a bug, exit 3).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from refinterp.core.source import Span
 
 # Every diagnostic has a stable code: tools (the golden suite's error cases, the harness, CI
 # scripts) match on codes, never on message text. A code is never reused for another meaning.
-# docs/api.md "Diagnostic codes" lists them; tests/test_diagnostic_codes.py checks that every
-# code used in the source is listed here and there.
+# docs/api.md "Diagnostic codes" lists them; tests/test_docs_api.py checks that every code used
+# in the source is listed here, and that this table and the page's list the same codes.
 CODES: dict[str, str] = {
     "E0100": "syntax error",
     "E0200": "module or file cannot be found or read",

@@ -5,6 +5,7 @@ compute, readable from any language (docs/golden.md).
 - `model`: the `model.sknd` graph of an operator case;
 - `build`: computing cases and writing case folders and the suite manifest;
 - `verify`: checking hashes, recomputing, rendering a case as text;
+- `layouts`: layout variants, inputs delivered as strided views of a buffer;
 - `magnitudes`: the per-element error magnitudes of a case's outputs (bounds.npz).
 
 May import: everything below the top ring (and `refinterp.api`, `refinterp.io`).
@@ -17,5 +18,5 @@ from refinterp.golden.tolerance import CLASSES, Bound, bounds, ulp_distance, wit
 from refinterp.golden.verify import CaseReport, show_case, verify_suite
 
 __all__ = ["BuildError", "Bound", "CLASSES", "CaseReport", "CaseSpec", "TableError", "bounds",
-           "build_suite", "per_operator", "read_table", "read_tables", "select", "show_case", "ulp_distance",
-           "verify_suite", "within", "write_model_case", "write_suite_manifest"]
+           "build_suite", "per_operator", "read_table", "read_tables", "select", "show_case",
+           "ulp_distance", "verify_suite", "within", "write_model_case", "write_suite_manifest"]

@@ -120,7 +120,7 @@ def compute(target: Any, arrays: dict[str, Any], *, op: str | None = None,
     def run(engine: str, log: Callable | None = None) -> api.Run:
         return api.evaluate(target, op=op, inputs=arrays, attributes=attributes,
                             generics=generics, profile=profile, engine=engine, params=params,
-                            log=log)
+                            hooks=api.Hooks(log=log))
     try:
         fast = run("vector", count)
     except api.Error as error:

@@ -1,4 +1,4 @@
-"""Input layouts of golden cases (docs/golden.md, "Input layouts (views)"; issue 22).
+"""Input layouts of golden cases (docs/golden.md, "Input layouts (views)"; docs/nx.md).
 
 A case may deliver an input as a flat buffer (a member of the case's `views.npz`) read through
 a strided view (`refinterp.numeric.views`): its manifest entry `inputs[<key>]` then has

@@ -19,7 +19,7 @@ from typing import Any, Mapping, NamedTuple
 import numpy as np
 
 # the set-up of refinterp.api.evaluate (target, inputs, attributes, profile), reused
-from refinterp.api import Program, _attributes, _canonical, _profile, _target
+from refinterp.api import Program, _attributes, _canonical, _profile, resolve
 from refinterp.core.diagnostics import ArgumentDiagnostic
 from refinterp.language.instance import Invocation
 from refinterp.language.invocation import tensor_info
@@ -61,7 +61,8 @@ def compute_bounds(target: Program | str | Path, *, op: str | None = None,
         raise ArgumentDiagnostic(f"no error bounds for '{dtype}'; choose one of "
                                  f"{', '.join(eb.PRECISIONS)}")
     limits = Limits()
-    program, definition, module = _target(target, op, stdlib)
+    found = resolve(target, op, stdlib=stdlib)
+    program, definition, module = found.program, found.definition, found.module
     precision = eb.precision(dtype)
     arrays = {name: _canonical(name, value, limits) for name, value in (inputs or {}).items()}
     values = _attributes(attributes)

@@ -17,16 +17,16 @@ bfloat16; a wider float is compared as float64):
 
 An int or bool output is always exact (a == e). The classes:
 
-| class          | for                                              | ulp | rtol     | atol          |
-|----------------|--------------------------------------------------|-----|----------|---------------|
-| exact          | data movement, selection, comparisons, min/max,   | 0   | 0        | 0             |
-|                | abs, neg, sign, floor/ceil/round, int/bool        |     |          |               |
-| arithmetic     | one IEEE operation per element (+ - * / sqrt),    | 1   | 0        | 0             |
-|                | correctly rounded: 0.5 ULP, one more for double   |     |          |               |
-|                | rounding when the golden is rounded to d          |     |          |               |
-| transcendental | libm functions and short formulas of them         | 4   | 0        | 4 eps_d       |
-| reduction      | sums, means, products, contractions, norms over   | 4   | 2 n eps_d| 2 n eps_d A   |
-|                | n terms (the reduction length of the case)        |     |          |               |
+| class          | for                                             | ulp | rtol      | atol        |
+|----------------|-------------------------------------------------|-----|-----------|-------------|
+| exact          | data movement, selection, comparisons, min/max, | 0   | 0         | 0           |
+|                | abs, neg, sign, floor/ceil/round, int/bool      |     |           |             |
+| arithmetic     | one IEEE operation per element (+ - * / sqrt),  | 1   | 0         | 0           |
+|                | correctly rounded: 0.5 ULP, one more for double |     |           |             |
+|                | rounding when the golden is rounded to d        |     |           |             |
+| transcendental | libm functions and short formulas of them       | 4   | 0         | 4 eps_d     |
+| reduction      | sums, means, products, contractions, norms over | 4   | 2 n eps_d | 2 n eps_d A |
+|                | n terms (the reduction length of the case)      |     |           |             |
 
 eps_d is the machine epsilon of d (2^-52 for float64, 2^-23 for float32, 2^-10 for float16,
 2^-7 for bfloat16); n the reduction

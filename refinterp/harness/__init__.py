@@ -5,10 +5,14 @@
   subprocess, Python and built-in back ends; `compare`: the verdict on outputs;
 - `explain`: other profiles, higher precision, probes; `shrink`: the smallest failing case;
 - `trust`: a case verified before it runs, and the back end's own copy of it;
-- `runner`: selecting, running (processes, Dask), expectations (`expect`); `report`: summary,
-  coverage, skips, JSON, JUnit, merging; `pytest_plugin`: one pytest test per case.
+- `runner`: selecting, running (processes; Dask in `distributed`), expectations (`expect`);
+  `report`: summary, coverage, skips, JSON, JUnit, merging; `pytest_plugin`: one pytest test
+  per case;
+- `processes` and `worker`: back-end processes (process groups, sweeps of what they leave)
+  and Python back ends run in worker processes.
 
-May import: everything below the top ring, `refinterp.api`, `refinterp.io`, `refinterp.golden`.
+May import: everything below the top ring, `refinterp.api`, `refinterp.io`, `refinterp.golden`
+and `refinterp.trace` (probes).
 """
 
 from refinterp.harness.backends import (BackendFailure, BackendNameError, CommandBackend,

@@ -427,7 +427,10 @@ def _serve_backend(target: str) -> tuple[_BackendServer, tuple[str, str]]:
                                      str(getattr(backend, "profile", "spec")))
 
 
-_ISOLATED: dict[tuple[str, int], IsolatedBackend] = {}  # by name and thread
+# By name and thread ident. Entries stay after `close_isolated` (a stopped worker restarts when
+# asked again), so that every worker ever started is stopped by the next `close_isolated`; a
+# stopped entry is a small object, one per back-end name and thread ident.
+_ISOLATED: dict[tuple[str, int], IsolatedBackend] = {}
 
 
 def make_backend(name: str, timeout: float = DEFAULT_TIMEOUT, in_process: bool = False) -> Any:

@@ -35,7 +35,7 @@ PRECISION = 60  # decimal digits of the mpmath reference
 def _refinterp(case: Case, profile: str, observe: Callable | None = None,
                trace: Callable | None = None) -> dict[str, Any]:
     return api.evaluate(case.model, inputs=case.inputs, params=case.params or None,
-                        profile=profile, observe=observe, trace=trace).outputs
+                        profile=profile, hooks=api.Hooks(observe=observe, trace=trace)).outputs
 
 
 def _agrees(case: Case, actual: dict[str, Any], expected: dict[str, Any]) -> bool:
@@ -243,7 +243,7 @@ def backend_probes(backend: Any, case: Case, folder: Path) -> dict[str, Any] | N
         seen: dict[str, Any] = {}
         api.evaluate(case.model, inputs=case.inputs, params=case.params or None,
                      engine=backend.engine, profile=backend.profile,
-                     observe=lambda n, v: seen.__setitem__(n, v))
+                     hooks=api.Hooks(observe=lambda n, v: seen.__setitem__(n, v)))
         return flatten_packs(seen)
     runner = backend.prepare(case)
     if isinstance(backend, CommandBackend):

@@ -115,7 +115,7 @@ _NAMES: IdentityCache[frozenset[str]] = IdentityCache(1 << 14)
 def _names_under(root: ast.Node) -> frozenset[str]:
     """The free names of `root`, found bottom-up (no recursion) and kept for every node under
     it whose names were not known yet."""
-    known: dict[int, frozenset[str]] = {}
+    known: dict[int, frozenset[str]] = {}  # by id(): every node keyed lies under `root`, held
     pending: list[ast.Node] = []  # parents before their children
     stack = [root]
     while stack:

@@ -3,7 +3,8 @@
 `evaluate(expr, env)` type-checks the expression (refinterp.language.types) and then walks the tree.
 Numbers go through refinterp.numeric.rules, the one place for numeric rules; the rules for packs,
 folds, null propagation, selection and formatting live here, each citing its paragraph. Every
-decision where the spec is silent is listed in docs/rules.md.
+decision where the spec is silent is listed in docs/semantics.md ("Packs, folds, selection and
+null").
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Evaluator(ExprVisitor[Value]):
 
     def __init__(self, env: Environment, types: dict[int, Type]) -> None:
         self.env = env
-        self.types = types
+        self.types = types  # by id() of the nodes of the tree evaluated, which the caller holds
         self.profile = env.profile
 
     def fail(self, node: ast.Node, message: str) -> EvalDiagnostic:
@@ -413,7 +414,7 @@ class Evaluator(ExprVisitor[Value]):
 
     def eval_builtin(self, node: ast.Node, name: str, arg: ast.Expr) -> Value:
         value = self.eval(arg)
-        # Decision (docs/rules.md): built-ins apply element-wise to packs, like operators.
+        # Decision (docs/semantics.md): built-ins apply element-wise to packs, like operators.
         return self.elementwise(node, lambda v: self.numeric(node, rules.builtin, name, v),
                                 value)
 
@@ -460,7 +461,7 @@ def fold_pack(op: str, pack: tuple, cumulative: bool, base: str,
     if op == "!=":
         return all(not _identical(a, b) for i, a in enumerate(pack) for b in pack[i + 1:])
     if op == ":=":
-        # Decision (docs/rules.md): the uniform value exists iff the pack is non-empty
+        # Decision (docs/semantics.md): the uniform value exists iff the pack is non-empty
         # and all its items are equal by value.
         if pack and all(_identical(v, pack[0]) for v in pack):
             return pack[0]

@@ -40,7 +40,7 @@ def length_count(length: ast.Expr, env: Environment) -> tuple[int, bool]:
     is conditioned on the truth value of the expression d"), a null condition absent ("In case
     the expression evaluates to null, the component is omitted"). Any other type, or a
     negative count, is a LengthError."""
-    types = check_expr(length, env.scope())
+    types = check_expr(length, env.scope())  # by id(): `length` is held for as long as `types`
     static = types[id(length)]
     value = evaluate_checked(length, env, types)
     single = not static.packed and not static.tensor

@@ -5,8 +5,8 @@ The pipeline follows §2.6.1 "Evaluation and binding during an actual invocation
   1. generic types from explicit arguments; attribute values (given, constant defaults, null for
      optional ones; a single value for a packed attribute waits for its length); under the
      `khronos` profile, the @using entries computed from attributes alone (`early_usings`);
-  2. inputs in the binding order (refinterp.language.binding): types, rank captures, extents by affine
-     deduction or checked, pack lengths, items present or absent by a bool length, shared and
+  2. inputs in the binding order (refinterp.language.binding): types, rank captures, extents by
+     affine deduction or checked, pack lengths, items present or absent by a bool length, shared and
      per-item extents of tensor packs; symbols only absent items declare are null;
   3. deferred attribute defaults; 4. lengths of packed attributes checked or expanded;
   then @using and @assert interleaved (§2.9), @output, @constant and @variable.
@@ -163,7 +163,8 @@ class Instantiation(InputBinding):
         for decl in self.dtype_bounds:
             if decl not in self.dtypes:
                 self.default_dtype(decl)
-        early_ids = {id(u) for u in early}  # by identity: trees compare structurally
+        early_ids = {id(u) for u in early}  # by identity (trees compare structurally); `early`
+        # holds the nodes while the set lives
         self.bind_usings(tuple(u for u in usings if id(u) not in early_ids))
         for assertion in self.pending:
             self.check_assertion(assertion)
@@ -368,7 +369,7 @@ class Instantiation(InputBinding):
 
     def bind_using(self, using: ast.UsingDecl) -> None:
         env = self.env()
-        types = check_expr(using.value, env.scope())
+        types = check_expr(using.value, env.scope())  # by id() of nodes `using` holds
         value = evaluate_checked(using.value, env, types)
         self.assign(using.target, value, types[id(using.value)])
 

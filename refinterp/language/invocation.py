@@ -99,7 +99,7 @@ class OperatorInstance:
     # invocation leaves unbound (`k|bound`, §2.6): dimension -> symbol (lower.plan counts them)
     named_extents: dict[str, dict[int, str]] = field(default_factory=dict)
     # what the @lower engines derive from this instance alone (its plan, per-formula facts),
-    # kept here so that it lives exactly as long as the instance (lower.plan.derived)
+    # kept here so that it lives exactly as long as the instance (lower.common.facts_of)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def environment(self, profile: rules.Profile = rules.SPEC) -> Environment:

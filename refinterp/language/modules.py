@@ -113,9 +113,9 @@ def _parse_fingerprint() -> str | None:
     return digest.hexdigest() if len(files) > 1 else None
 
 
-@functools.cache
+@functools.cache  # no arguments: one entry, the process's cache
 def parse_disk_cache() -> DiskCache | None:
-    """The disk cache of parsed library modules (docs/architecture.md "Start-up"), made on
+    """The disk cache of parsed library modules (docs/performance.md "Start-up"), made on
     first use (its fingerprint reads the syntax sources); None without a fingerprint."""
     fingerprint = _parse_fingerprint()
     return None if fingerprint is None else DiskCache("parsed", fingerprint)
@@ -155,7 +155,7 @@ def _stored_form(module: ast.Module, source: SourceFile) -> tuple[bytes, list[by
     """What the disk cache keeps of a parsed library module (None if it has no serial form):
     the payload `_INDEX` and, per definition, its blocks as a part of their own: a one-op
     graph uses one definition of math.sknd's 71, and reading the others cost more than all
-    the rest of loading (docs/architecture.md "Start-up")."""
+    the rest of loading (docs/performance.md "Start-up")."""
     try:
         index = serial.dumps((module.span, module.imports, tuple(
             (d.span, d.name, d.is_graph, d.public) for d in module.definitions)), source)
@@ -558,8 +558,9 @@ def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
     return []
 
 
-# The bundled standard library, loaded once per process when a body-less operator needs it.
-_BUNDLED: dict[str, LoadedModule | None] = {}
+# The bundled standard library, loaded once per process when a body-less operator needs it: at
+# most one entry per bundled module (a name that is none is not kept).
+_BUNDLED: dict[str, LoadedModule] = {}
 
 
 def bundled_definition(module: str, name: str) -> tuple[ast.OperatorDef, LoadedModule] | None:
@@ -570,11 +571,10 @@ def bundled_definition(module: str, name: str) -> tuple[ast.OperatorDef, LoadedM
     (docs/semantics.md, "Body-less operators")."""
     if module not in _BUNDLED:
         path = stdlib_module_files().get(module)
-        _BUNDLED[module] = None if path is None else \
-            Loader().load(path).modules[-1]  # the module itself: loaded after its imports
+        if path is None:
+            return None
+        _BUNDLED[module] = Loader().load(path).modules[-1]  # the module: loaded after its imports
     loaded = _BUNDLED[module]
-    if loaded is None:
-        return None
     for definition in loaded.tree.definitions:
         if definition.name == name and (definition.block("lower") is not None or
                                         definition.block("compose") is not None):

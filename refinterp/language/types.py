@@ -99,7 +99,8 @@ def head(span: Span) -> Span:
 class Checker(ExprVisitor[Type]):
     """Infers types bottom-up, one `visit_<Class>` rule per expression class; one instance per
     checked expression. `check` records each node's type in `types`, keyed by `id(node)`: two
-    equal subtrees can have different types (`x` under `?x ? x : ...` is not optional)."""
+    equal subtrees can have different types (`x` under `?x ? x : ...` is not optional). Every
+    node keyed belongs to the checked tree, which the caller holds while it uses `types`."""
 
     complete = True
 

@@ -1,8 +1,7 @@
-"""Ring 3, @lower: the analysis of formulas shared by the engines, with their common vocabulary
-(`plan`), the scalar engine that defines @lower element by element (`scalar`, with its
-generated-code fast path `codegen`), the vector engine that must equal it (`vector`, which runs
-each formula box by box: `vector_space` the iteration space and its boxes, `vector_eval` the
-expression evaluator, `vector_access` tensor reads, `vector_store` writes), and the engines by
-name (`engines`).
+"""Ring 3, @lower: the formulas' plans and vocabulary (`plan`), what every engine shares
+(`common`), and the engines that run them: `reference` (the definition, element by element),
+`compiled` (generated Python source, the reference where it refuses), `vector` (whole-array
+NumPy, the compiled engine where it refuses), chosen by name in `engines`; `bounds` runs the
+reference on values carrying their error magnitudes.
 
 May import: rings 0–2 (`core`, `numeric`, `syntax`, `language`)."""

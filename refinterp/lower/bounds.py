@@ -1,16 +1,17 @@
-"""The bounds engine: runs a @lower block as the scalar engine's closures do (the definition:
-the values are the very same), carrying beside every real value its error magnitude m (running
-error analysis, refinterp.numeric.error_bounds; docs/golden.md "Per-element error bounds").
+"""The bounds run: a @lower block run as the reference runs it (the definition: the values are
+the very same), carrying beside every real value its error magnitude m (running error analysis,
+refinterp.numeric.error_bounds; docs/golden.md "Per-element error bounds").
 
-- A value read from a tensor carries the magnitude stored beside it (`magnitudes`, one float64
+- A value read from a tensor carries the magnitude stored beside it (`Magnitudes`, one float64
   array per value array, by identity); a literal or compile-time value carries the magnitude
   of entering the computation (0 where it is exactly a value of d, |c| where d must round it);
   a compile-time expression that computes a real is itself tracked, operation by operation.
 - Every operation of the formula gives its result's magnitude by its rule
   (`BoundsRunner.numeric`): the formula's own structure decides the bound.
 - A reduction is bounded for any order of its terms t_i (`_Reduction`): a `+=` gets
-  |r| + (n - 2)·Σ|t_i| + Σ m(t_i) (Higham §4.2), a `*=` (n - 1)·(|r| + η/u) + Σ |r/t_i|·m(t_i);
-  `<=` and `>=` (min, max) the chosen term's m; a `+` fold over a pack is a sum like `+=`.
+  |r| + (n - 2)·Σ|t_i| + Σ m(t_i) (Higham §4.2), a `*=`
+  (n - 1)·(|r| + η/u) + Σ |r/t_i|·m(t_i); `<=` and `>=` (min, max) the chosen term's m; a
+  `+` fold over a pack is a sum like `+=`.
 - A decision (a comparison, a cast to int, ...) that is not robust marks everything its
   iteration stores as unbounded (NaN); so does a condition that is not robust, also when it
   skips the store. An int or bool cell so marked marks every iteration that reads it.
@@ -31,9 +32,10 @@ import numpy as np
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.values import NULL, Value
-from refinterp.lower.plan import Formula, lowering_plan
-from refinterp.lower.scalar import (Frame, FormulaRunner, _Skip, allocate_outputs,
-                                    lowered_outputs, lowering_arrays)
+from refinterp.lower.common import (allocate_outputs, lowered_outputs, lowering_arrays,
+                                    lowering_plan)
+from refinterp.lower.plan import Formula
+from refinterp.lower.reference import Frame, FormulaRunner, _Skip
 from refinterp.numeric import error_bounds as eb
 from refinterp.numeric import rules
 from refinterp.syntax import ast
@@ -73,66 +75,80 @@ def run_bounds(instance: OperatorInstance, inputs: dict[str, Any],
                magnitudes: dict[str, Magnitudes], profile: rules.Profile,
                precision: eb.Precision, events: Counter | None = None
                ) -> tuple[dict[str, Any], dict[str, Magnitudes]]:
-    """Run the @lower block of `instance` on `inputs` as the scalar engine's closures do, with
-    the inputs' error magnitudes (`magnitudes`, by input name; an input without one enters as
+    """Run the @lower block of `instance` on `inputs` as the reference runs it, with the
+    inputs' error magnitudes (`magnitudes`, by input name; an input without one enters as
     `error_bounds.entering` says); return the outputs and theirs. `events` counts why elements
     became unbounded ("a comparison within its error bound (math.sknd:12)": count)."""
     plan = lowering_plan(instance)
     outputs = allocate_outputs(instance, plan)
     arrays = lowering_arrays(instance, inputs, outputs)
-    table: dict[int, np.ndarray] = {}
+    table = MagnitudeTable()
     for name, value in arrays.items():
         given = magnitudes.get(name) if name in inputs and name not in outputs else None
-        _register(table, value, given, precision)
+        table.register(value, given, precision)
     events = events if events is not None else Counter()
     for formula in plan.formulas:
         before = arrays[formula.output]
         BoundsRunner(instance, formula, arrays, profile, table, precision, events).run()
         after = arrays[formula.output]
         if after is not before:  # a counting formula trimmed its output (plan.CountedExtent)
-            table[id(after)] = table[id(before)][tuple(slice(0, n) for n in after.shape)].copy()
+            table.put(after, table[id(before)][tuple(slice(0, n) for n in after.shape)].copy())
     results = lowered_outputs(instance, plan, arrays)
-    return results, {name: _lookup(table, value) for name, value in results.items()}
+    return results, {name: table.of(value) for name, value in results.items()}
 
 
-def _register(table: dict[int, np.ndarray], value: Any, given: Magnitudes,
-              precision: eb.Precision) -> None:
-    """Enter the magnitudes of an array (or of each array of a pack) into `table`."""
-    if value is NULL:
-        return
-    if isinstance(value, list):
-        for k, item in enumerate(value):
-            _register(table, item, given[k] if isinstance(given, list) else None, precision)
-        return
-    if id(value) in table:
-        return
-    m = given if given is not None else eb.entering(value, precision)
-    table[id(value)] = np.array(np.broadcast_to(m, value.shape), dtype=np.float64)
+class MagnitudeTable(dict[int, np.ndarray]):
+    """The magnitude array of every value array of a run, by id() of the value array: safe,
+    the table holds every array it names (`put`), so no other array has its id meanwhile."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list[np.ndarray] = []
 
-def _lookup(table: dict[int, np.ndarray], value: Any) -> Magnitudes:
-    if isinstance(value, list):
-        return [table[id(item)] for item in value]
-    return table[id(value)]
+    def put(self, array: np.ndarray, magnitudes: np.ndarray) -> None:
+        self[id(array)] = magnitudes
+        self._held.append(array)
+
+    def register(self, value: Any, given: Magnitudes, precision: eb.Precision) -> None:
+        """Enter the magnitudes of an array (or of each array of a pack), once."""
+        if value is NULL:
+            return
+        if isinstance(value, list):
+            for k, item in enumerate(value):
+                self.register(item, given[k] if isinstance(given, list) else None, precision)
+            return
+        if id(value) in self:
+            return
+        m = given if given is not None else eb.entering(value, precision)
+        self.put(value, np.array(np.broadcast_to(m, value.shape), dtype=np.float64))
+
+    def of(self, value: Any) -> Magnitudes:
+        """The magnitudes of an array, or of each array of a pack."""
+        if isinstance(value, list):
+            return [self[id(item)] for item in value]
+        return self[id(value)]
 
 
 class BoundsRunner(FormulaRunner):
-    """A formula's closures (the scalar engine's `FormulaRunner`) on values that carry their
-    error magnitudes; `table` holds the magnitude array of every value array by identity."""
+    """A formula's closures (the reference's `FormulaRunner`) on values that carry their
+    error magnitudes; `table` holds the magnitude array of every value array."""
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                 profile: rules.Profile, table: dict[int, np.ndarray],
+                 profile: rules.Profile, table: MagnitudeTable,
                  precision: eb.Precision, events: Counter) -> None:
         super().__init__(instance, formula, arrays, profile)
         self.table = table
         self.precision = precision
         self.events = events
-        self.roots = {id(local.value) for local in formula.locals} | {id(formula.value)}
+        # the roots of the values computed per iteration, by identity (a few nodes)
+        self.roots = tuple(local.value for local in formula.locals) + (formula.value,)
         self.frame: Frame | None = None   # the iteration being computed
         self.taint = 0.0                  # its marker: inf (unknown) or NaN (unbounded)
         self.marking = False              # storing only the marker (a condition that skipped)
         self.marker: Callable[[Frame, Value], None] | None = None
-        self.sums: dict[tuple[int, tuple], _Reduction] = {}  # the terms of += and *= cells
+        # the terms of += and *= cells, by (id of the array, position): safe, `table` holds
+        # every array of the run
+        self.sums: dict[tuple[int, tuple], _Reduction] = {}
 
     # ------------------------------------------------------------------ iterations
 
@@ -142,7 +158,7 @@ class BoundsRunner(FormulaRunner):
             compiled = self.compile_time(node, compiled)
         if node is self.formula.condition:
             return self.guarded_condition(compiled)
-        if id(node) in self.roots:
+        if any(node is root for root in self.roots):
             return self.rooted(compiled)
         return compiled
 

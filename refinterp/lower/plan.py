@@ -4,13 +4,13 @@ For each formula: the output it assigns (and the pack item, for `ys[k][...]`), t
 indices, the assignment operator, the loop-local values, the right-hand expression, the
 condition, and its index symbols with their bounds evaluated in the instance. Index symbols
 loop in declaration order, outermost first (row-major): that order decides summation order and
-ties, so it is part of the semantics (docs/semantics.md). The engines (scalar, vector) run
-plans; they never re-analyse the AST.
+ties, so it is part of the semantics (docs/semantics.md). The engines (reference, compiled,
+vector) run plans; they never re-analyse the AST. An instance's plan is made once and kept on
+it (refinterp.lower.common.lowering_plan).
 
 It also holds the vocabulary every engine shares: what each update operator means
 (`UPDATE_OPS`), where it starts (`NEUTRAL`, `start_value`), the int64 bounds, the `:` marker
-(`FULL`), the output's kind (`output_kind`), and `derived`, which keeps what is derived from an
-instance alone (its plan, the compile-time values of its formulas) on the instance itself.
+(`FULL`) and the output's kind (`output_kind`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from refinterp.core.diagnostics import LoweringDiagnostic
 from refinterp.language.binding import free_names
@@ -29,8 +29,6 @@ from refinterp.numeric.representation import INT64_MAX, INT64_MIN  # re-exported
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import walk
 
-T = TypeVar("T")
-
 # Each update operator and the binary operator that combines the current value with the new one.
 UPDATE_OPS = {"+=": "+", "*=": "*", "&=": "&&", "|=": "||", "<=": "<<", ">=": ">>"}
 
@@ -40,8 +38,8 @@ NEUTRAL = {"+=": 0, "*=": 1, "&=": True, "|=": False, "<=": "+inf", ">=": "-inf"
 NEEDS_INITIALISATION = (":=",)
 
 __all__ = ["FULL", "INT64_MAX", "INT64_MIN", "NEUTRAL", "UPDATE_OPS", "CountedExtent", "Formula",
-           "IndexRange", "LoweringPlan", "allocation_shape", "derived", "lowering_plan",
-           "output_kind", "plan_lowering", "start_value"]
+           "IndexRange", "LoweringPlan", "allocation_shape", "output_kind", "plan_lowering",
+           "start_value"]
 
 
 def start_value(start: Value, kind: str) -> Any:
@@ -198,20 +196,6 @@ def _check_dynamic_extents(instance: OperatorInstance, formulas: tuple[Formula, 
                     f"output '{decl.name}' has the dynamic extent {written} in dimension "
                     f"{dimension}, which the @lower block does not compute", decl.span,
                     [hint, "docs/semantics.md, \"Counted output extents\""])
-
-
-def derived(instance: OperatorInstance, key: str, make: Callable[[], T]) -> T:
-    """What an engine derives from `instance` alone (`make()`), made once and kept on the
-    instance itself, so that it lives exactly as long as the instance it describes."""
-    store = instance.derived
-    if key not in store:
-        store[key] = make()
-    return store[key]
-
-
-def lowering_plan(instance: OperatorInstance) -> LoweringPlan:
-    """`plan_lowering(instance)`, made once per instance."""
-    return derived(instance, "plan", lambda: plan_lowering(instance))
 
 
 def output_kind(instance: OperatorInstance, output: str) -> str:

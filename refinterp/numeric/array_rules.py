@@ -5,13 +5,13 @@ element by element, the value that rule gives (tests/test_array_semantics.py che
 edge values: nan, ±inf, ±0.0, int64 extremes, both profiles). Where the scalar rule raises a
 NumericError, or where an int result might not fit in int64 (the scalar engine computes with
 unbounded ints and only checks what it stores), the array rule does not guess: it raises
-`Deferred`, and the vector engine hands that formula to the scalar engine, which decides (an
+`Refused`, and the vector engine hands that formula to the definition, which decides (an
 exact value or the diagnostic). Only elements under the `active` mask count: an inactive
 element is one the scalar engine never evaluates (a skipped iteration, the other branch of
 `?:`), so its value is irrelevant and may not raise.
 
 Transcendental functions use NumPy's implementations, which may differ from the C library's in
-the last unit of the last place; docs/rules.md states the resulting tolerance.
+the last unit of the last place; docs/semantics.md "Engines" states the resulting tolerance.
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ Mask = np.ndarray | None
 SAFE_INT = 2.0 ** 62  # a float bound below which an int64 product or power cannot overflow
 
 
-class Deferred(Exception):
-    """The scalar rule must decide: it raises here, or the result may not fit in int64."""
+class Refused(Exception):
+    """An engine cannot compute this here and the definition must decide (`reason` says why):
+    the one refusal of every @lower engine (refinterp.lower.common re-exports it). Defined here,
+    the lowest place that raises it: an array rule refuses where its scalar rule raises, or
+    where the result may not fit in int64."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -38,7 +41,7 @@ class Deferred(Exception):
 
 
 def as_array(value: Any) -> np.ndarray:
-    """A scalar as a 0-d array of its kind; an int outside int64 (or int(±inf)) is Deferred."""
+    """A scalar as a 0-d array of its kind; an int outside int64 (or int(±inf)) is Refused."""
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, (np.bool_, np.int64, np.float64)):
@@ -51,7 +54,7 @@ def as_array(value: Any) -> np.ndarray:
     if k == "int" and not isinstance(value, rules.IntInfinity) and \
             INT64_MIN <= value <= INT64_MAX:
         return np.array(value, dtype=np.int64)
-    raise Deferred(f"the value {value!r} has no int64/float64/bool array form")
+    raise Refused(f"the value {value!r} has no int64/float64/bool array form")
 
 
 def _any(condition: np.ndarray, active: Mask) -> bool:
@@ -71,7 +74,7 @@ def _promoted(op: str, a: np.ndarray, b: np.ndarray, profile: Profile
         kinds = {kind_of(a), kind_of(b)}
     if kinds == {"int", "real"}:
         if profile.mixed_int_real != "promote":
-            raise Deferred(f"'{op}' mixes int and real")
+            raise Refused(f"'{op}' mixes int and real")
         return a.astype(np.float64), b.astype(np.float64)
     return a, b
 
@@ -83,14 +86,14 @@ def binary(op: str, a: Any, b: Any, profile: Profile, active: Mask = None) -> np
     ka, kb = kind_of(a), kind_of(b)
     if op in rules.COMPARISON_OPS:
         if ka != kb:
-            raise Deferred(f"'{op}' compares {ka} with {kb}")
+            raise Refused(f"'{op}' compares {ka} with {kb}")
         return _COMPARE[op](a, b)
     if op in rules.LOGICAL_OPS:
         if (ka, kb) != ("bool", "bool"):
-            raise Deferred(f"'{op}' needs two bools")
+            raise Refused(f"'{op}' needs two bools")
         return _LOGICAL[op](a, b)
     if (ka, kb) not in (("int", "int"), ("real", "real")):
-        raise Deferred(f"'{op}' needs two ints or two reals; got {ka} and {kb}")
+        raise Refused(f"'{op}' needs two ints or two reals; got {ka} and {kb}")
     if op in rules.MIN_MAX_OPS:
         return minimum(a, b, profile) if op == "<<" else maximum(a, b, profile)
     with np.errstate(all="ignore"):
@@ -126,28 +129,28 @@ def _int_binary(op: str, a: np.ndarray, b: np.ndarray, profile: Profile,
     if op == "+":
         result = a + b
         if _any(((a ^ result) & (b ^ result)) < 0, active):
-            raise Deferred("an int sum leaves int64")
+            raise Refused("an int sum leaves int64")
         return result
     if op == "-":
         result = a - b
         if _any(((a ^ b) & (a ^ result)) < 0, active):
-            raise Deferred("an int difference leaves int64")
+            raise Refused("an int difference leaves int64")
         return result
     if op == "*":
         if _any(np.abs(a.astype(np.float64) * b) >= SAFE_INT, active):
-            raise Deferred("an int product may leave int64")
+            raise Refused("an int product may leave int64")
         return a * b
     if op == "**":
         if _any(b < 0, active):
-            raise Deferred("an int power with a negative exponent")
+            raise Refused("an int power with a negative exponent")
         if _any(np.power(np.abs(a).astype(np.float64), b) >= SAFE_INT, active):
-            raise Deferred("an int power may leave int64")
+            raise Refused("an int power may leave int64")
         return np.power(a, np.maximum(b, 0))
     # / \ %: division by zero is an error; INT64_MIN / -1 leaves int64
     if _any(b == 0, active):
-        raise Deferred(f"an int '{op}' by zero")
+        raise Refused(f"an int '{op}' by zero")
     if _any((a == INT64_MIN) & (b == -1), active):
-        raise Deferred("an int quotient leaves int64")
+        raise Refused("an int quotient leaves int64")
     safe = np.where((b == 0) | ((a == INT64_MIN) & (b == -1)), 1, b)
     if op == "/":
         return int_divide(a, safe, profile)
@@ -199,24 +202,24 @@ def unary(op: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
     k = kind_of(a)
     if op == "!":
         if k != "bool":
-            raise Deferred("'!' needs a bool")
+            raise Refused("'!' needs a bool")
         return np.logical_not(a)
     if k not in ("int", "real"):
-        raise Deferred(f"unary '{op}' needs an int or a real")
+        raise Refused(f"unary '{op}' needs an int or a real")
     if op == "+":
         return a
     if k == "int" and _any(a == INT64_MIN, active):
-        raise Deferred("-int64 minimum leaves int64")
+        raise Refused("-int64 minimum leaves int64")
     return -a
 
 
 def cast(type_name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndarray:
     """rules.cast element-wise (int(real) truncates; int(nan), int(±inf) and ints beyond
-    int64 are Deferred)."""
+    int64 are Refused)."""
     a = as_array(a)
     k = kind_of(a)
     if type_name not in rules.CASTABLE or k not in rules.CASTABLE:
-        raise Deferred(f"cannot cast {k} to '{type_name}'")
+        raise Refused(f"cannot cast {k} to '{type_name}'")
     if type_name == k:
         return a
     if type_name == "int":
@@ -224,7 +227,7 @@ def cast(type_name: str, a: Any, profile: Profile, active: Mask = None) -> np.nd
             return a.astype(np.int64)
         with np.errstate(invalid="ignore"):
             if _any(~(np.abs(a) < 2.0 ** 63), active):  # nan, ±inf, or beyond int64
-                raise Deferred("int() of nan, inf or a real beyond int64")
+                raise Refused("int() of nan, inf or a real beyond int64")
             return np.where(np.abs(a) < 2.0 ** 63, np.trunc(a), 0.0).astype(np.int64)
     if type_name == "real":
         return a.astype(np.float64)
@@ -245,16 +248,16 @@ def builtin(name: str, a: Any, profile: Profile, active: Mask = None) -> np.ndar
     k = kind_of(a)
     if name in rules.NUM_BUILTINS:
         if k not in ("int", "real"):
-            raise Deferred(f"'{name}' needs an int or a real")
+            raise Refused(f"'{name}' needs an int or a real")
         if name == "abs":
             if k == "int" and _any(a == INT64_MIN, active):
-                raise Deferred("abs(int64 minimum) leaves int64")
+                raise Refused("abs(int64 minimum) leaves int64")
             return np.abs(a)
         one = 1.0 if k == "real" else 1
         zero = 0.0 if k == "real" else 0
         return np.where(a > zero, one, np.where(a < zero, -one, zero)).astype(a.dtype)
     if name not in rules.REAL_BUILTINS or k != "real":
-        raise Deferred(f"'{name}' of {k}")
+        raise Refused(f"'{name}' of {k}")
     with np.errstate(all="ignore"):
         if name == "round":
             return round_half_away(a)

@@ -206,10 +206,14 @@ def kind(value: object) -> str:
 # (`binary_function`, `unary_function`, `cast_function`, `builtin_function`): the function that
 # computes it on values of those kinds, and the kind of its result. The generic entry points
 # (`binary`, `unary`, `cast`, `builtin`) choose that function by the kinds of their arguments and
-# call it, so each rule has one definition; generated code (refinterp.lower.codegen) resolves it
+# call it, so each rule has one definition; generated code (refinterp.lower.compiled) resolves it
 # once per formula and calls it per element. The kinds are those of `kind`, except that "int"
 # means an int that is never int(±inf), "int~" (`INT_OR_INF`) one that may be either, "int~+"
 # one that may be int(inf) only and "int~-" int(-inf) only (`a >> 0` is never int(-inf)).
+# The specialized functions are memoised by unbounded `lru_cache`s (faster than bounded ones on
+# this hot path): their keys are drawn from finite sets — the operators and built-in names of
+# the language, the kinds above and the profiles of `PROFILES` — so each cache holds at most a
+# few hundred entries.
 
 INT_OR_INF = "int~"
 # the int kinds by the sentinels their values may be: "+" int(inf), "-" int(-inf)

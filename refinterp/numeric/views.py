@@ -1,5 +1,5 @@
 """The strided view model: a flat buffer read through shape, strides, offset and an optional
-mask (issue 22; the model of Nx's `Nx_core.View`, seed 001 of /work/shared/seeds).
+mask (the model of Nx's `Nx_core.View`: docs/nx.md, docs/golden.md "Input layouts (views)").
 
 A `View` addresses element `(i_0, …, i_{r-1})` at `offset + Σ i_k·strides[k]` of a 1-D buffer,
 strides and offset counted in **elements** (not bytes). A zero stride repeats one element along

@@ -48,7 +48,7 @@ class MagnitudeTable:
 
     def __init__(self, precision: eb.Precision) -> None:
         self.precision = precision
-        self.entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id -> (array, magnitudes)
 
     def put(self, value: Any, magnitudes: Magnitudes) -> None:
         if isinstance(value, list):

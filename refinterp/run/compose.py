@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +34,7 @@ from refinterp.language.inputs import LengthError, declared_dims
 from refinterp.language.invocation import EmptyPack, item_type, tensor_info, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
-from refinterp.lower.plan import lowering_plan
-from refinterp.lower.scalar import constant_array
+from refinterp.lower.common import constant_array, lowering_plan
 from refinterp.language.modules import (LoadedModule, Program, bundled_definition,
                                         find_operator, interface_differences,
                                         unknown_operator_notes)
@@ -44,6 +43,7 @@ from refinterp.syntax import ast
 from refinterp.syntax.visitor import nodes, tree_depth, walk
 from refinterp.run.abstract import (DeclaredVariables, Undetermined, abstract_tensor,
                                     abstract_value)
+from refinterp.run.hooks import Hooks
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import STEP_WORK, Limits, Work, declared_sizes, out_of_memory
 from refinterp.run.locate import declaration_span, relocate
@@ -52,8 +52,6 @@ from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
 FRAMES_PER_CALL = 60
-# the invocation hook: (event "call" or "return", qualified operator, scoped name, tensors)
-Trace = Callable[[str, str, ScopePath | None, dict[str, Any]], None]
 POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pack of tensors
 
 
@@ -61,23 +59,20 @@ class Executor:
     """Runs operators of a loaded program."""
 
     def __init__(self, program: Program, profile: rules.Profile = rules.SPEC,
-                 max_depth: int | None = None, max_iterations: int | None = None,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
                  params: ParameterStore | DeclaredVariables | None = None,
-                 abstract: bool = False,
-                 observe: Callable[[str, Any], None] | None = None,
-                 limits: Limits = Limits(), trace: Trace | None = None,
+                 abstract: bool = False, limits: Limits = Limits(), hooks: Hooks = Hooks(),
                  work: Work | None = None) -> None:
-        """`limits` bound the run (docs/limits.md); `max_depth` and `max_iterations`, when
-        given, replace those two of them. `work` is the run's budget and deadline (default:
-        `limits.max_work`, no deadline); `work.spent` is the work done so far."""
+        """`limits` bound the run (docs/limits.md) and `hooks` are told what it does (its
+        `observe` and `trace`; `log` and `progress` are the engine's and the caller's), both
+        as the caller made them. `work` is the run's budget and deadline (default: from
+        `limits`, the deadline counted from now); `work.spent` is the work done so far."""
         self.program = program
-        # told every tensor a @compose/@update block binds, by its scoped name relative to the
-        # root (`conv1`, `block.relu`), in the order they are computed (harness probes)
-        self.observe = observe
-        # told every invocation, root included: ("call", operator, scoped name, inputs) before
-        # it runs and ("return", operator, scoped name, outputs) after (refinterp.trace)
-        self.trace = trace
+        # hooks.observe is told every tensor a @compose/@update block binds, by its scoped name
+        # relative to the root (`conv1`, `block.relu`), in the order they are computed (harness
+        # probes); hooks.trace every invocation, root included: ("call", operator, scoped
+        # name, inputs) before it runs and ("return", ..., outputs) after (refinterp.trace)
+        self.hooks = hooks
         self.engine = engine
         self.abstract = abstract
         if abstract:
@@ -86,11 +81,10 @@ class Executor:
         self.library_files = {str(m.path) for m in program.modules if m.library}
         self.running: list[str] = []  # the operators being run, outermost first (progress)
         self.profile = profile
-        self.limits = replace(limits, **{name: value for name, value in (
-            ("max_depth", max_depth), ("max_iterations", max_iterations)) if value is not None})
+        self.limits = limits
         if isinstance(self.params, ParameterStore):  # its .dat files are read within the limit
-            self.params.max_tensor_size = self.limits.max_tensor_size
-        self.work = work if work is not None else Work(self.limits.max_work)
+            self.params.max_tensor_size = limits.max_tensor_size
+        self.work = work if work is not None else Work(limits.max_work, limits.timeout)
         self.depth = 0
         self.jagged = DynamicExtents()
 
@@ -102,7 +96,7 @@ class Executor:
         # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
         sys.setrecursionlimit(max(sys.getrecursionlimit(),
                                   FRAMES_PER_CALL * self.limits.max_depth + 2000))
-        if self.trace is not None:  # the trace lists the root's inputs in declaration order
+        if self.hooks.trace is not None:  # the trace lists the inputs in declaration order
             declared = [d.name for d in definition.block("input").entries] \
                 if definition.block("input") is not None else []
             inputs = {**{n: inputs[n] for n in declared if n in inputs},
@@ -116,11 +110,11 @@ class Executor:
         (the one place invocations are), told to the trace, run."""
         qualified = f"{module.name}.{definition.name}"
         self.work.charge(STEP_WORK, f"the invocation of {qualified}", span)
-        if self.trace is not None:
-            self.trace("call", qualified, path, inputs)
+        if self.hooks.trace is not None:
+            self.hooks.trace("call", qualified, path, inputs)
         outputs = self.run_instance(definition, module, invocation, inputs, path)
-        if self.trace is not None:
-            self.trace("return", qualified, path, outputs)
+        if self.hooks.trace is not None:
+            self.hooks.trace("return", qualified, path, outputs)
         return outputs
 
     def run_instance(self, definition: ast.OperatorDef, module: LoadedModule,
@@ -391,8 +385,8 @@ class Executor:
                 if target.type is not None:
                     self.check_typed_result(target, value, scope)
                 scope.tensors[target.name] = value
-                if self.observe is not None and scope.path is not None:
-                    self.observe(".".join((*scope.path[2:], target.name)), value)
+                if self.hooks.observe is not None and scope.path is not None:
+                    self.hooks.observe(".".join((*scope.path[2:], target.name)), value)
                 continue
             raise ComposeDiagnostic("unsupported target", target.span)
 
@@ -478,8 +472,9 @@ class Executor:
         `..(i -> n)` (compile-time or a rank-0 int tensor), and `while` conditions before or
         after the body. The loop stops at the first of: count reached, scans exhausted,
         condition false. The body's first results update the carried values, the rest are
-        packed into scan outputs (after zero iterations, typed empty packs: `empty_scans`). `unroll` computes the same values. Every iteration's body
-        invocation has the same scoped name (`path`), so it shares its variables."""
+        packed into scan outputs (after zero iterations, typed empty packs: `empty_scans`).
+        `unroll` computes the same values. Every iteration's body invocation has the same
+        scoped name (`path`), so it shares its variables."""
         inner = scope.child()
         carried = [c.name for c in node.carried]
         for item in node.carried:

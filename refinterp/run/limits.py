@@ -4,10 +4,12 @@ never a MemoryError, an overflow, or a run that does not end.
 
 `Limits` holds one run's values (defaults below; the bytes of a tensor and the items of a pack
 are limits of the representation, `refinterp.numeric.representation`, which every ring can
-check). The executor checks them before it allocates or runs anything: the tensors an operator
-instance declares, each @lower formula's iteration space, each loop iteration and nested
-invocation. `Work` holds one run's budget of work and its deadline, charged before each piece
-of work is done; `out_of_memory` is the diagnostic of a MemoryError (E1205).
+check), and checks them, once, when it is made: the caller (the command line, a user of
+`refinterp.api`) makes one and it is passed down unchanged to the executor. The executor
+checks them before it allocates or runs anything: the tensors an operator instance declares,
+each @lower formula's iteration space, each loop iteration and nested invocation. `Work`
+holds one run's budget of work and its deadline, charged before each piece of work is done;
+`out_of_memory` is the diagnostic of a MemoryError (E1205).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic
 from refinterp.core.source import Span
 from refinterp.language.invocation import OperatorInstance, TensorInfo
-from refinterp.lower.plan import allocation_shape, lowering_plan
+from refinterp.lower.common import lowering_plan
+from refinterp.lower.plan import allocation_shape
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE,
                                               check_pack_length, check_tensor_size,
                                               format_bytes, limit_note, tensor_bytes)
@@ -42,8 +45,11 @@ CLOCK_AMOUNT = 10 ** 5  # a charge this large (a millisecond of work or more) re
 
 @dataclass(frozen=True)
 class Limits:
-    """The limits of one run; each is a positive int (else E0901), named as the API keyword
-    that sets it (the command-line option is the same with dashes)."""
+    """The limits of one run, each named as the field that sets it (the command-line option
+    is the same with dashes); a value out of range is E0901. The counts and sizes are positive
+    ints. `max_memory` bounds the bytes of the vector engine's temporaries (None: the
+    engine's default, 2 GiB); `timeout` the seconds a run may take from the moment it starts
+    (None: no limit; else a positive finite number)."""
 
     max_iterations: int = MAX_ITERATIONS
     max_depth: int = MAX_DEPTH
@@ -51,13 +57,23 @@ class Limits:
     max_lower_iterations: int = MAX_LOWER_ITERATIONS
     max_pack_length: int = MAX_PACK_LENGTH
     max_work: int = MAX_WORK
+    max_memory: int | None = None
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         for item in fields(self):
             value = getattr(self, item.name)
+            if item.name == "timeout" or (value is None and item.name == "max_memory"):
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ArgumentDiagnostic(f"{_named(item.name)} must be an int of at least 1; "
                                          f"got {value!r}")
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool) or
+                                    not isinstance(timeout, (int, float)) or
+                                    not math.isfinite(timeout) or timeout <= 0):
+            raise ArgumentDiagnostic(f"timeout (--timeout) must be a positive number of "
+                                     f"seconds; got {timeout!r}")
         if self.max_depth > MAX_DEPTH_CAP:
             raise ArgumentDiagnostic(f"{_named('max_depth')} must be at most {MAX_DEPTH_CAP} "
                                      f"(each nesting level holds Python frames and memory); "
@@ -113,18 +129,13 @@ class Limits:
 class Work:
     """The work one run may do: its budget (`Limits.max_work`, in units of work: an operator
     invocation and a @compose loop step count STEP_WORK each, a @lower formula its iteration
-    count)
-    and its deadline (`timeout` seconds after it was made; None: no deadline). The executor
+    count) and its deadline (`timeout` seconds after it was made, `Limits.timeout` for a run;
+    None: no deadline). The executor
     charges each kind of work in one place, before doing it (`charge`), so a run stops before
     it starts what its budget cannot pay for; the clock is read at the same points, every
     CLOCK_EVERY charges (and at every large one)."""
 
     def __init__(self, budget: int = MAX_WORK, timeout: float | None = None) -> None:
-        if timeout is not None and (isinstance(timeout, bool) or
-                                    not isinstance(timeout, (int, float)) or
-                                    not math.isfinite(timeout) or timeout <= 0):
-            raise ArgumentDiagnostic(f"timeout (--timeout) must be a positive number of "
-                                     f"seconds; got {timeout!r}")
         self.budget = budget
         self.timeout = timeout
         self.deadline = None if timeout is None else time.monotonic() + timeout

@@ -1,5 +1,7 @@
-"""Ring 1, text → syntax tree: lexer, AST (frozen dataclasses with spans, and the expression
-visitor base), parser for both dialects, canonical printer.
+"""Ring 1, text → syntax tree and back: the lexer (`lexer`), the parser for both dialects
+(`cursor`, `expressions`, `parser`), the AST (`ast`: frozen dataclasses with spans), the
+expression visitor base and tree walks (`visitor`), the canonical printer (`printer`) and
+trees as plain data for the parse cache (`serial`).
 
 May import: `refinterp.core`."""
 

@@ -23,14 +23,14 @@ from refinterp.core.source import NO_SPAN, Span
 
 # ----------------------------------------------------------------------------- node classes
 #
-# Import time (issue 15, item 8): `dataclasses.dataclass(frozen=True)` compiles six methods per
-# class, one `exec` each: most of this module's import time. In this module `dataclass` is the
-# function below instead. For a plain frozen subclass of a node class (annotated fields with at
-# most a default; no __post_init__; none of the six methods written by hand) it lets dataclasses
+# Import time (docs/performance.md "Start-up"): `dataclasses.dataclass(frozen=True)` compiles six
+# methods per class, one `exec` each: most of this module's import time. In this module `dataclass`
+# is the function below instead. For a plain frozen subclass of a node class (annotated fields with
+# at most a default; no __post_init__; none of the six methods written by hand) it lets dataclasses
 # collect the fields without generating anything, then adds the same six methods: one compiled
-# __init__, and shared closures for the others. Anything else goes to dataclasses.dataclass.
-# The classes equal what dataclasses makes (fields, parameters, signatures, docs, repr, eq,
-# hash, frozenness): tests/test_fuzz_frontdoors.py compares them class by class.
+# __init__, and shared closures for the others. Anything else goes to dataclasses.dataclass. The
+# classes equal what dataclasses makes (fields, parameters, signatures, docs, repr, eq, hash,
+# frozenness): tests/test_fuzz_frontdoors.py compares them class by class.
 
 _GENERATED = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 
@@ -352,7 +352,8 @@ class Slice(Node):
 
 @dataclass(frozen=True)
 class Bounded(Node):
-    """`|index|` (out-of-range skips) or `|index <> lower : upper|` (remapped) in a tensor access."""
+    """`|index|` (out-of-range skips) or `|index <> lower : upper|` (remapped) in a tensor
+    access."""
 
     index: "Expr"
     lower: "Expr | None" = None

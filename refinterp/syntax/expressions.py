@@ -45,8 +45,9 @@ class ExpressionParser(TokenCursor):
 
     def __init__(self, source: SourceFile, tokens: list[Token] | None = None) -> None:
         super().__init__(source, tokens)
-        # ids of the expressions written in parentheses (no mixed-logic warning for them)
-        self._parenthesized: set[int] = set()
+        # the expressions written in parentheses (no mixed-logic warning for them), by id(); each
+        # entry holds its node, so no other node has that id while the parser lives
+        self._parenthesized: dict[int, ast.Expr] = {}
 
     # ------------------------------------------------------------------ operators
 
@@ -126,7 +127,7 @@ class ExpressionParser(TokenCursor):
         """Warn at `token` when `&&`/`||` follows the other without parentheses around `left`."""
         other = "||" if op == "&&" else "&&"
         if isinstance(left, ast.Binary) and left.op == other and \
-                id(left) not in self._parenthesized:
+                self._parenthesized.get(id(left)) is not left:
             self.warnings.append(Diagnostic(
                 "'&&' and '||' mixed without parentheses; they have equal precedence and "
                 "group left to right", self.token_span(token),
@@ -239,7 +240,7 @@ class ExpressionParser(TokenCursor):
             self.expect_op(")", "to close the zip", opened)
             return ast.Zip(tuple(items), span=self.span(opened))
         self.expect_op(")", "to close the parenthesis", opened)
-        self._parenthesized.add(id(first))
+        self._parenthesized[id(first)] = first
         return first
 
     def parse_list_item(self) -> ast.ListItem:

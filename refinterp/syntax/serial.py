@@ -1,5 +1,5 @@
 """Syntax trees as plain data: the form the parse cache keeps on disk (language.modules,
-docs/architecture.md "Start-up", docs/security.md "The parse cache").
+docs/performance.md "Start-up", docs/security.md "The parse cache").
 
 `dumps(value, source)` writes a value made of the node classes of `syntax.ast`, spans of
 `source`, tuples, str, int, float, bool and None as one flat JSON array, a program in
@@ -220,7 +220,8 @@ def _run(program: list, source: SourceFile) -> list:
 # tuple of the types is fine — tuples are the only containers of a tree).
 Kind = tuple[frozenset, typing.Optional[Callable[[tuple], bool]]]
 # tag → (class, field names from span on, per field after span its types, and (position,
-# check of a tuple's items) for the fields that may hold a tuple): made when first needed
+# check of a tuple's items) for the fields that may hold a tuple): made when first needed, at
+# most one per class of NODE_CLASSES (and `_KINDS` one per annotation of those classes)
 _SCHEMAS: dict[str, tuple[type, tuple[str, ...], tuple[frozenset, ...],
                           tuple[tuple[int, Callable[[tuple], bool]], ...]]] = {}
 _KINDS: dict[str, Kind] = {}

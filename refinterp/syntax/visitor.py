@@ -65,11 +65,14 @@ class ExprVisitor(Generic[R]):
         `first_operand`) before anything else, exactly once and in the same context, through
         `visit_chain`: a long chain below `node` (`chain_below`) is visited from its deepest
         node up, each result kept for its parent's rule, so with no recursion along it."""
-        ready: dict[int, Any] = self.__dict__.setdefault("_ready", {})
-        if id(node) in ready:
-            return ready.pop(id(node))
+        # id(node) -> (node, result): an entry holds its node, so an entry left by a pass that
+        # raised can never be taken for a later node at the same address
+        ready: dict[int, tuple[Any, Any]] = self.__dict__.setdefault("_ready", {})
+        entry = ready.pop(id(node), None)
+        if entry is not None and entry[0] is node:
+            return entry[1]
         for inner in chain_below(node, first or first_operand):
-            ready[id(inner)] = self.visit(inner)
+            ready[id(inner)] = (inner, self.visit(inner))
         return self.visit(node)
 
     @classmethod

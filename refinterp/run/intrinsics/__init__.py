@@ -4,10 +4,10 @@
 An intrinsic is registered under the qualified name of the operator it implements
 (`"<module>.<operator>"`, the module being the import name, e.g. `"algo.top_k"`) and is called
 with the operator's instance (attributes, generic types and output shapes already bound and
-checked by instantiation, see `refinterp.language.instance`) and its input arrays by name (a pack as a
-list of arrays, an absent optional input missing from the dict). It returns the outputs by name,
-in declaration order. Each intrinsic's docstring states its exact semantics; docs/stdlib.md lists
-the choices made.
+checked by instantiation, see `refinterp.language.instance`) and its input arrays by name (a
+pack as a list of arrays, an absent optional input missing from the dict). It returns the
+outputs by name, in declaration order. Each intrinsic's docstring states its exact semantics;
+docs/stdlib.md lists the choices made.
 
 The modules of this package register their intrinsics when imported; `lookup` imports them all
 on first use.

@@ -1,6 +1,6 @@
 """`refinterp einsum`: an einsum spec (NumPy or OCANNL notation) or an OCANNL `%cd` one-liner
 as a SkriptND operator (refinterp/einsum.py), printed (`--emit`) or run on input arrays with
-`eval`'s input and output options (docs/ocannl.md)."""
+the input and output options of `eval` (docs/ocannl.md)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,16 @@ import argparse
 import sys
 from typing import Any
 
+from refinterp.cli.arrays import load_inputs, print_outputs, write_results
+from refinterp.cli.options import add, attributes, limits
 from refinterp.cli.output import EXIT_OK, Output, UsageError
 
-# eval's options that einsum reuses, by destination (their definitions stay in arguments.py)
-REUSED = ("inputs", "input", "random", "seed", "output", "save_inputs", "attrib", "profile",
-          "engine", "max_input_size", "max_work")
 
-
-def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Register `einsum`, reusing the option definitions of `eval` (registered before)."""
-    from refinterp.cli.commands import COMMANDS
-
+def add_parser(commands: Any) -> None:
+    """Register `einsum`, with the options it shares with `eval` (cli.options)."""
     parser = commands.add_parser(
-        "einsum", parents=[common],
-        help="translate an einsum spec or OCANNL assignment to SkriptND; print or run it")
+        "einsum", help="translate an einsum spec or OCANNL assignment to SkriptND; print or run it")
+    add(parser, "json")
     parser.add_argument("spec", metavar="SPEC",
                         help="an einsum spec: NumPy 'ij,jk->ik', OCANNL 'b|i->o => o|b->i' or "
                              "'ij;jk=>ik', a ~logic shorthand '.', '@', 'T'; or a one-liner "
@@ -37,20 +33,15 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--result", metavar="NAME", help="the result's name (default out)")
     parser.add_argument("--emit", action="store_true",
                         help="print the SkriptND operator instead of running it")
-    eval_parser = commands.choices["eval"]
-    for action in eval_parser._actions:  # share eval's definitions, as argparse parents do
-        if action.dest in REUSED:
-            parser._add_action(action)
+    add(parser, "profile", "attrib", "max_work", "inputs", "input", "random", "seed", "output",
+        "save_inputs", "max_input_size", "engine")
     parser.set_defaults(random_inputs=False)
-    COMMANDS["einsum"] = cmd_einsum
 
 
-def cmd_einsum(args: argparse.Namespace, out: Output) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """Build the operator; print it (--emit) or run it and summarise or write its outputs."""
     from refinterp import api, io
     from refinterp import einsum as front
-    from refinterp.cli.arguments import parse_attribute
-    from refinterp.cli.commands import _limits, load_inputs, print_outputs
 
     given_inputs = args.inputs or args.input or args.random
     if args.emit and (given_inputs or args.output or args.save_inputs):
@@ -71,20 +62,17 @@ def cmd_einsum(args: argparse.Namespace, out: Output) -> int:
     for path, what in ((args.output, "-o"), (args.save_inputs, "--save-inputs")):
         if path:
             io.check_writable(path, what, folder_ok=False)
-    limits = _limits(args)
-    attributes = dict(parse_attribute(text, args.profile) for text in args.attrib)
+    bounds = limits(args)
+    values = attributes(args)
     program = api.load_source(einsum.to_sknd(), path="<einsum>")
 
     def fixed() -> dict:
-        return api.fixed_inputs(program, op=einsum.operator, attributes=attributes,
+        return api.fixed_inputs(program, op=einsum.operator, attributes=values,
                                 profile=args.profile)
 
-    inputs = load_inputs(args, fixed, limits)
-    run = front.evaluate(einsum, inputs, attributes, profile=args.profile, engine=args.engine,
-                         seed=args.seed, max_work=limits.max_work)
+    inputs = load_inputs(args, fixed, bounds)
+    run = front.evaluate(einsum, inputs, values, profile=args.profile, engine=args.engine,
+                         seed=args.seed, limits=bounds)
     outputs = io.flatten_packs(run.outputs)
-    if args.output:
-        io.write_arrays(args.output, outputs, "-o")
-    if args.save_inputs:
-        io.write_arrays(args.save_inputs, io.flatten_packs(run.inputs), "--save-inputs")
+    write_results(args, outputs, run)
     return print_outputs(out, outputs, {"operator": run.operator})

@@ -7,7 +7,7 @@ when the space exceeds the memory budget, the axes cheapest to split, are iterat
 order; the rest of each box is vectorised. This module holds what a formula is known to need
 before it runs (`FormulaShape` from its syntax, shared by the instances of its operator;
 `FormulaFacts` per instance), how its space is cut into boxes (`plan_boxes`), and one box while
-it is evaluated (`Box`), with the masks and the `Fallback` the other vector modules share.
+it is evaluated (`Box`), with the masks the other vector modules share.
 """
 
 from __future__ import annotations
@@ -21,22 +21,16 @@ import numpy as np
 
 from refinterp.core.cache import BoundedCache
 from refinterp.language.binding import free_names
+from refinterp.language.invocation import OperatorInstance
+from refinterp.lower.common import Refused, facts_of, lowering_plan
 from refinterp.lower.plan import Formula
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import children
 
 DEFAULT_MAX_MEMORY = 2 * 2 ** 30   # bytes of temporaries one box may take (--max-memory)
 BYTES_PER_ITERATION = 48           # estimate: a few int64/float64 temporaries per iteration
-MIN_CELLS_PER_STEP = 32            # below this, a sequential formula runs faster scalar
+MIN_CELLS_PER_STEP = 32            # below this, a sequential formula runs faster compiled
 Mask = np.ndarray | None           # the iterations a value counts on; None: all of them
-
-
-class Fallback(Exception):
-    """This formula must run on the scalar engine (`reason` says why)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def both(a: Mask, b: Mask) -> Mask:
@@ -136,7 +130,7 @@ _UNKNOWN = object()  # FormulaFacts.contraction_footprint not found yet
 
 class FormulaFacts:
     """What the vector engine needs to know of a formula of an instance before running it,
-    found once per instance (kept with its plan, `plan.derived`): its shape, its axes, and the
+    found once per instance (kept on it, `vector_facts`): its shape, its axes, and the
     compile-time values of its subexpressions."""
 
     def __init__(self, formula: Formula) -> None:
@@ -169,6 +163,15 @@ class FormulaFacts:
 
     def axes_of(self, names: set[str] | frozenset[str]) -> set[int]:
         return {a for a, axis in enumerate(self.axes) if axis.name in names}
+
+
+def vector_facts(instance: OperatorInstance) -> tuple[FormulaFacts, ...]:
+    """The facts of each formula of `instance`, in plan order, found once and kept on the
+    instance (`common.InstanceFacts.vector`)."""
+    facts = facts_of(instance)
+    if facts.vector is None:
+        facts.vector = tuple(FormulaFacts(f) for f in lowering_plan(instance).formulas)
+    return facts.vector
 
 
 def _computed(formula: Formula) -> tuple:
@@ -224,9 +227,9 @@ def scalar_axes(facts: FormulaFacts, arrays: dict[str, Any]) -> set[int]:
         scalar.update(facts.axes_of(free_names(formula.item)))
     if facts.reads_output:
         if formula.op not in ("=", ":="):
-            raise Fallback("an update that reads its own output")
+            raise Refused("an update that reads its own output")
         if not facts.shape.same_position_reads:
-            raise Fallback("the output is read at another position than it is written")
+            raise Refused("the output is read at another position than it is written")
         stored = free_names(formula.access)
         scalar.update(a for a, axis in enumerate(facts.axes) if axis.name not in stored)
     return scalar
@@ -316,8 +319,8 @@ def contraction_box(facts: FormulaFacts, arrays: dict[str, Any], scalar: set[int
     (a factor's array has exactly those axes). None when the formula is not of that form
     (a condition, a sequential axis, an output read, a guarded output position — the taps
     of a transposed convolution, whose boxes `Stores.add_by_taps` handles —, fewer than two
-    factors, a factor that is not a tensor access) or does not fit; the caller must run the box as a contraction or
-    plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
+    factors, a factor that is not a tensor access) or does not fit; the caller must run the
+    box as a contraction or plan the boxes again with `plan_boxes` (`VectorFormula.run`)."""
     f = facts.formula
     if f.op != "+=" or f.condition is not None or f.item is not None or scalar or \
             facts.reads_output:

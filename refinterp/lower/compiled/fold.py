@@ -6,11 +6,11 @@ slices of them `zi[px:px+rx]`, selects on attributes or shapes (`transA ? .. : .
 (`oi = data_format == 'NCX' ? [bi,ni,i..] : ..`). All of that is decided by the instance (and
 by which optional inputs are given) before the first element. `fold_formula` rewrites such a
 formula into an equivalent one of scalar indices and scalar expressions, which
-refinterp.lower.codegen compiles.
+the code generation (refinterp.lower.compiled.kernel) compiles.
 
 "Equivalent" means: the same loops in the same order, the same operations on the same values in
-the same order, and an error in exactly the iterations where the closure path of scalar.py
-(the definition) has one. A part the closure path would evaluate is therefore only dropped
+the same order, and an error in exactly the iterations where the reference
+(the definition) has one. A part the reference would evaluate is therefore only dropped
 when it cannot fail and cannot skip (`droppable`); anything outside what is folded here makes
 `fold_formula` return None, and the formula runs as it is.
 """
@@ -29,6 +29,7 @@ from refinterp.language.expr import evaluate, fold_pack
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import fold_with_initial
 from refinterp.language.values import NULL, TensorValue
+from refinterp.lower.common import Refused
 from refinterp.lower.plan import Formula, IndexRange
 from refinterp.numeric import rules
 from refinterp.syntax import ast
@@ -37,19 +38,15 @@ from refinterp.syntax.visitor import ExprVisitor, children
 Folded = Any  # an ast.Expr (one value), a list of ast.Expr (a pack of known length), or NULL
 
 FOLD_OPS = ("+", "*", "&&", "||", "<<", ">>")  # the folds folded (not cumulative), then compiled
-MAX_FOLD_ITEMS = 64  # a longer fold stays on the tree walk: its chain would nest too deeply
+MAX_FOLD_ITEMS = 64  # a longer fold stays on the reference: its chain would nest too deeply
 
 
 @dataclass(frozen=True)
 class SelectItem(ast.Select):
     """One item of `c ? a : b` on a pack condition computed at run time, as `_Folder` leaves
-    it: the tree walk computes the whole condition and both branches, then takes this item
-    from one; so codegen compiles it as a select of the item only where nothing in its
+    it: the reference computes the whole condition and both branches, then takes this item
+    from one; so the code generation compiles it as a select of the item only where nothing in its
     condition and branches can fail or skip (computing one branch is then the same)."""
-
-
-class _Refuse(Exception):
-    """Outside what is folded: the formula runs unchanged."""
 
 
 def fold_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
@@ -59,7 +56,7 @@ def fold_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str,
     stopped it is appended to `reasons`, if given)."""
     try:
         return _Folder(instance, formula, arrays, profile).fold()
-    except _Refuse as refused:
+    except Refused as refused:  # outside what is folded: the formula runs unchanged
         if reasons is not None:
             reasons.append(str(refused))
         return None
@@ -92,7 +89,7 @@ class _Folder(ExprVisitor[Any]):
                 for k, extent in enumerate(r.bound):
                     name = f"{r.name}__{k}"
                     if name in taken:
-                        raise _Refuse("name clash")
+                        raise Refused("name clash")
                     taken.add(name)
                     self.runtime.add(name)  # folded items name it: not compile-time
                     names.append(ast.Name(name, span=r.node.span))
@@ -106,7 +103,7 @@ class _Folder(ExprVisitor[Any]):
         for local in formula.locals:
             value = self.expr(local.value)
             if value is NULL:
-                raise _Refuse("null local")
+                raise Refused("null local")
             if isinstance(value, list):
                 if all(self.droppable(v, bounded=True) for v in value):
                     self.packs[local.name] = value  # inlined where it is used
@@ -119,7 +116,7 @@ class _Folder(ExprVisitor[Any]):
         if formula.condition is not None:
             cond = self.expr(formula.condition)
             if isinstance(cond, list) or cond is NULL:
-                raise _Refuse("condition")
+                raise Refused("condition")
             if isinstance(cond, ast.BoolLiteral) and cond.value is True:
                 cond = None  # a compile-time true condition: nothing to evaluate
             condition = cond
@@ -137,25 +134,25 @@ class _Folder(ExprVisitor[Any]):
         formula = self.formula
         target = self.arrays.get(formula.output)
         if value is NULL:
-            raise _Refuse("value")
+            raise Refused("value")
         if formula.item is None and isinstance(target, np.ndarray):
             if isinstance(value, list):
-                raise _Refuse("value")
+                raise Refused("value")
             return None, value
         if not _tensor_pack(target):
-            raise _Refuse("output")
+            raise Refused("output")
         if formula.item is not None:
             item = self.expr(formula.item)
             if item is NULL or isinstance(item, list) or isinstance(value, list):
-                raise _Refuse("pack item output")
+                raise Refused("pack item output")
             return item, value
-        # the tree walk resolves a packed assignment's position once, against no extent: a
-        # guard `|e|` there never skips, unlike one where codegen compiles it
+        # the reference resolves a packed assignment's position once, against no extent: a
+        # guard `|e|` there never skips, unlike one where generated code resolves it
         if any(isinstance(i, ast.Bounded) for i in access):
-            raise _Refuse("guarded index of a pack")
+            raise Refused("guarded index of a pack")
         if isinstance(value, list):
             if len(value) != len(target):
-                raise _Refuse("pack lengths")
+                raise Refused("pack lengths")
             value = ast.ListExpr(tuple(value), span=formula.value.span)
         return None, value
 
@@ -181,35 +178,35 @@ class _Folder(ExprVisitor[Any]):
         if isinstance(value, tuple):
             items = [self.constant(v, node) for v in value]
             if any(isinstance(v, list) or v is NULL for v in items):
-                raise _Refuse("nested constant")
+                raise Refused("nested constant")
             return items
-        raise _Refuse("constant")
+        raise Refused("constant")
 
     def expr(self, node: ast.Expr) -> Folded:
         if self.compile_time(node):
             try:
                 value = evaluate(node, self.instance.environment(self.profile))
             except Diagnostic:
-                raise _Refuse("compile-time error") from None
+                raise Refused("compile-time error") from None
             return self.constant(value, node)
         return self.visit(node)
 
     def generic_visit(self, node: Any, *args: Any) -> Folded:
-        raise _Refuse(type(node).__name__)
+        raise Refused(type(node).__name__)
 
     def visit_Name(self, node: ast.Name) -> Folded:
         if node.name in self.packs:
             return list(self.packs[node.name])
         if node.name in self.bounds or node.name in self.scalar_locals:
             return node
-        raise _Refuse(node.name)
+        raise Refused(node.name)
 
     def visit_Unary(self, node: ast.Unary) -> Folded:
         operand = self.expr(node.operand)
         if node.op == "?":
             if operand is NULL:
                 return ast.BoolLiteral(False, span=node.span)
-            raise _Refuse("?")
+            raise Refused("?")
         if operand is NULL:
             return NULL
         if isinstance(operand, list):
@@ -225,7 +222,7 @@ class _Folder(ExprVisitor[Any]):
             # operand is never evaluated
             return left
         if node.op in ("is", "in"):
-            raise _Refuse(node.op)
+            raise Refused(node.op)
         if fold_with_initial(node):
             return self.fold_from(node)
         left, right = self.expr(node.left), self.expr(node.right)
@@ -233,13 +230,13 @@ class _Folder(ExprVisitor[Any]):
             # both operands are evaluated, then the result is null
             if all(self.droppable_folded(v) for v in (left, right)):
                 return NULL
-            raise _Refuse("null operand")
+            raise Refused("null operand")
         if isinstance(left, list) or isinstance(right, list):
             size = len(left) if isinstance(left, list) else len(right)
             lefts = left if isinstance(left, list) else [left] * size
             rights = right if isinstance(right, list) else [right] * size
             if len(lefts) != len(rights):
-                raise _Refuse("pack lengths")
+                raise Refused("pack lengths")
             return [replace(node, left=a, right=b) for a, b in zip(lefts, rights)]
         return replace(node, left=left, right=right)
 
@@ -249,46 +246,46 @@ class _Folder(ExprVisitor[Any]):
             if cond.value:
                 return self.expr(node.then)
             if node.otherwise is None:
-                raise _Refuse("select without else")
+                raise Refused("select without else")
             return self.expr(node.otherwise)  # the other branch is never evaluated
         if isinstance(cond, list):
             return self.elementwise_select(node, cond)
         if node.otherwise is None or cond is NULL or self.compile_time(node.cond):
-            raise _Refuse("select")
+            raise Refused("select")
         then, other = self.expr(node.then), self.expr(node.otherwise)
         if any(v is NULL or isinstance(v, list) for v in (then, other)):
-            raise _Refuse("select branches")
+            raise Refused("select branches")
         return replace(node, cond=cond, then=then, otherwise=other)
 
     def elementwise_select(self, node: ast.Select, cond: list[ast.Expr]) -> list[ast.Expr]:
-        """`c ? a : b` on a pack condition: the tree walk computes the condition and both
+        """`c ? a : b` on a pack condition: the reference computes the condition and both
         branches (whole packs), then takes each item from one. An item whose condition is
         compile-time is its branch's item: the items not taken must be droppable, and those
         taken, computed in item order rather than branch by branch, may not skip. An item
-        whose condition is computed at run time is a SelectItem (codegen compiles it where
-        nothing in it can fail)."""
+        whose condition is computed at run time is a SelectItem (the code generation compiles
+        it where nothing in it can fail)."""
         if node.otherwise is None:
-            raise _Refuse("select without else")
+            raise Refused("select without else")
         then, other = self.expr(node.then), self.expr(node.otherwise)
         if then is NULL or other is NULL:
-            raise _Refuse("null branch")
+            raise Refused("null branch")
         result: list[ast.Expr] = []
-        used: set[int] = set()
+        used: set[int] = set()  # ids of items of `then` and `other`, alive while used
         for k, c in enumerate(cond):
             items = []
             for branch in (then, other):
                 if isinstance(branch, list):
                     if k >= len(branch):
-                        raise _Refuse("pack lengths")
+                        raise Refused("pack lengths")
                     branch = branch[k]
                 items.append(branch)
             if self.compile_time(c):
                 c = self.expr(c)
                 if not isinstance(c, ast.BoolLiteral):
-                    raise _Refuse("elementwise select")
+                    raise Refused("elementwise select")
                 chosen = items[0] if c.value else items[1]
                 if self.may_skip(chosen):
-                    raise _Refuse("elementwise select")
+                    raise Refused("elementwise select")
                 result.append(chosen)
                 used.add(id(chosen))
             else:
@@ -298,15 +295,15 @@ class _Folder(ExprVisitor[Any]):
                    for v in (branch if isinstance(branch, list) else [branch])
                    if id(v) not in used]
         if not all(self.droppable(v, bounded=True) for v in dropped):
-            raise _Refuse("elementwise select")
+            raise Refused("elementwise select")
         return result
 
     def visit_call(self, node: ast.Builtin | ast.Call) -> Folded:
         if len(node.args) != 1:
-            raise _Refuse("arguments")
+            raise Refused("arguments")
         if isinstance(node, ast.Call) and (len(node.callee) != 1 or node.attributes is not None
                                            or node.generics):
-            raise _Refuse("call")
+            raise Refused("call")
         operand = self.expr(node.args[0])
         if operand is NULL:
             return NULL
@@ -321,17 +318,17 @@ class _Folder(ExprVisitor[Any]):
         lower = self.expr(node.lower) if node.lower is not None else None
         upper = self.expr(node.upper) if node.upper is not None else None
         if any(v is NULL for v in (index, lower, upper)):
-            raise _Refuse("null bound")
+            raise Refused("null bound")
         if isinstance(index, list):
             size = len(index)
             lowers = lower if isinstance(lower, list) else [lower] * size
             uppers = upper if isinstance(upper, list) else [upper] * size
             if len(lowers) != size or len(uppers) != size:
-                raise _Refuse("pack lengths")
+                raise Refused("pack lengths")
             return [replace(node, index=i, lower=lo, upper=hi)
                     for i, lo, hi in zip(index, lowers, uppers)]
         if isinstance(lower, list) or isinstance(upper, list):
-            raise _Refuse("pack bound")
+            raise Refused("pack bound")
         return replace(node, index=index, lower=lower, upper=upper)
 
     def visit_ListExpr(self, node: ast.ListExpr) -> Folded:
@@ -340,29 +337,29 @@ class _Folder(ExprVisitor[Any]):
             if isinstance(item, ast.Expand):
                 items.extend(self.expand(item))
             elif isinstance(item, ast.Range):
-                raise _Refuse("range")
+                raise Refused("range")
             else:
                 value = self.expr(item)
                 if value is NULL or isinstance(value, list):
-                    raise _Refuse("list item")
+                    raise Refused("list item")
                 items.append(value)
         return items
 
     def expand(self, item: ast.Expand) -> list[ast.Expr]:
         value = self.expr(item.operand)
         if value is NULL:
-            raise _Refuse("null expand")
+            raise Refused("null expand")
         if item.count is None:
             return value if isinstance(value, list) else [value]
         # `e..(n)`: a pack is spliced as it is, one value repeated int(n) times (a bool n
         # includes it or not: `0 ..(!squeeze)`); only a compile-time n
         count = self.expr(item.count)
         if not isinstance(count, (ast.IntLiteral, ast.BoolLiteral)):
-            raise _Refuse("count")
+            raise Refused("count")
         if isinstance(value, list):
             return value
         if count.value <= 0 and not self.droppable(value, bounded=True):
-            raise _Refuse("count")  # computed by the closure path, then dropped
+            raise Refused("count")  # computed by the reference, then dropped
         return [value] * max(int(count.value), 0)
 
     def visit_Subscript(self, node: ast.Subscript) -> Folded:
@@ -393,7 +390,7 @@ class _Folder(ExprVisitor[Any]):
         # indexing a pack: an index pack, a pack local, a compile-time pack
         pack = self.expr(base)
         if not isinstance(pack, list) or len(node.items) != 1 or node.trailing_comma:
-            raise _Refuse("pack indexing")
+            raise Refused("pack indexing")
         item = node.items[0]
         if isinstance(item, ast.Slice):
             parts = []
@@ -403,15 +400,15 @@ class _Folder(ExprVisitor[Any]):
                     continue
                 value = self.expr(part)
                 if not isinstance(value, ast.IntLiteral):
-                    raise _Refuse("slice")
+                    raise Refused("slice")
                 parts.append(value.value)
             if parts[2] == 0:
-                raise _Refuse("slice step")
+                raise Refused("slice step")
             return pack[slice(*parts)]
         position = self.expr(item)
         if isinstance(position, ast.IntLiteral):
             if not -len(pack) <= position.value < len(pack):
-                raise _Refuse("pack index")
+                raise Refused("pack index")
             return pack[position.value]
         if isinstance(position, list) and position and \
                 all(isinstance(p, ast.IntLiteral) and not isinstance(p.value, bool)
@@ -421,29 +418,30 @@ class _Folder(ExprVisitor[Any]):
 
     def pick(self, node: ast.Subscript, pack: list[ast.Expr], position: Folded) -> Folded:
         """`p[j]`: one item of a folded pack chosen at run time by an index symbol j (`offs[ni]`,
-        `z[ni]`, `i[j]`), kept as `[..][j]` for codegen. The tree walk evaluates the whole pack,
-        so every item must be droppable; and j must be in range, its bound at most len(p)."""
+        `z[ni]`, `i[j]`), kept as `[..][j]` for the code generation. The reference evaluates the
+        whole pack, so every item must be droppable; and j must be in range, its bound at most
+        len(p)."""
         if not (isinstance(position, ast.Name) and position.name in self.bounds and
                 self.bounds[position.name] <= len(pack)) or \
                 not all(self.droppable(v) for v in pack):
-            raise _Refuse("pack index")
+            raise Refused("pack index")
         return replace(node, base=ast.ListExpr(tuple(pack), span=node.base.span),
                        items=(position,))
 
     def pack_item(self, node: ast.Subscript) -> Folded:
         """`xs[k][..]`: an element of one item of a pack of tensors, k one int (range-checked
-        where it runs, as on the tree walk)."""
+        where it runs, as on the reference)."""
         base = node.base
         if len(base.items) != 1 or base.trailing_comma:
-            raise _Refuse("pack item")
+            raise Refused("pack item")
         pack = self.arrays[base.base.name]
         if pack is NULL:
             return NULL  # an absent optional pack reads as null; item and indices unused
         if not _tensor_pack(pack):
-            raise _Refuse("pack item")
+            raise Refused("pack item")
         item = self.expr(base.items[0])
         if item is NULL or isinstance(item, list):
-            raise _Refuse("pack item")
+            raise Refused("pack item")
         return replace(node, base=replace(base, items=(item,)),
                        items=tuple(self.index_items(node.items)))
 
@@ -451,39 +449,39 @@ class _Folder(ExprVisitor[Any]):
         """`xs[..]` on a whole pack of tensors: that element of every item, in item order (a
         pack), as the item accesses `xs[0][..]`, `xs[1][..]`, ..."""
         if not _tensor_pack(pack):
-            raise _Refuse("pack of tensors")
+            raise Refused("pack of tensors")
         items = self.index_items(node.items)
-        # the tree walk resolves this position once, against no extent: a guard `|e|` never
+        # the reference resolves this position once, against no extent: a guard `|e|` never
         # skips there, unlike one in an item access
         if any(isinstance(i, ast.Bounded) for i in items):
-            raise _Refuse("guarded index of a pack")
+            raise Refused("guarded index of a pack")
         return [ast.Subscript(ast.Subscript(node.base, (ast.IntLiteral(j, span=node.span),),
                                             span=node.span), tuple(items), span=node.span)
                 for j in range(len(pack))]
 
     def visit_Substitute(self, node: ast.Substitute) -> Folded:
         """`p[k] <- v` on a folded pack `p` with compile-time positions: the pack with those
-        items replaced (§2.4); the items replaced must be droppable, since the closure path
+        items replaced (§2.4); the items replaced must be droppable, since the reference
         evaluates the whole pack."""
         target = node.target
         if len(target.items) != 1 or target.trailing_comma or \
                 isinstance(target.items[0], ast.Slice):
-            raise _Refuse("substitution")
+            raise Refused("substitution")
         pack = self.expr(target.base)
         value = self.expr(node.value)
         if not isinstance(pack, list) or value is NULL:
-            raise _Refuse("substitution operands")
+            raise Refused("substitution operands")
         position = self.expr(target.items[0])
         positions = position if isinstance(position, list) else [position]
         values = value if isinstance(position, list) else [value]
         if not isinstance(values, list) or len(values) != len(positions) or any(
                 not isinstance(p, ast.IntLiteral) or isinstance(p.value, bool) or
                 not -len(pack) <= p.value < len(pack) for p in positions):
-            raise _Refuse("substitution positions")
+            raise Refused("substitution positions")
         result = list(pack)
         for p, new in zip(positions, values):
             if isinstance(new, list) or not self.droppable(result[p.value], bounded=True):
-                raise _Refuse("substitution item")
+                raise Refused("substitution item")
             result[p.value] = new
         return result
 
@@ -492,64 +490,64 @@ class _Folder(ExprVisitor[Any]):
         spliced); a pack index without `..` (a mapped access, `mapped_access`) is refused."""
         slots = self.index_slots(items)
         if any(isinstance(slot, list) for slot in slots):
-            raise _Refuse("a pack index without '..' here")
+            raise Refused("a pack index without '..' here")
         return slots
 
     def index_slots(self, items: tuple) -> list[Any]:
         """Index items of a tensor access, one entry per dimension: a scalar index expression
         (packs spread with `..` spliced), or the list of the items of a pack index without
-        `..`, over which the access is mapped (scalar.py `_Mapped`)."""
+        `..`, over which the access is mapped (reference.py `_Mapped`)."""
         result: list[Any] = []
         for item in items:
             if isinstance(item, ast.Slice):
-                raise _Refuse("':' index")
+                raise Refused("':' index")
             if isinstance(item, ast.Expand):
                 result.extend(self.expand(item))
                 continue
             value = self.expr(item)
             if value is NULL:
-                raise _Refuse("null index")
+                raise Refused("null index")
             result.append(value)
         return result
 
     def mapped_access(self, node: ast.Subscript, slots: list[Any]) -> list[ast.Expr]:
         """`x[i, p]` with p a pack index without `..`: the pack of accesses `x[i, p0]`,
-        `x[i, p1]`, .. (scalar.py `_Mapped`). The tree walk computes every index once, then
+        `x[i, p1]`, .. (reference.py `_Mapped`). The reference computes every index once, then
         resolves the guards, then reads item by item; so only accesses that can neither fail
         nor skip (`droppable`) are folded, where computing them apart is the same (with no
         item at all, the other indices are computed and dropped: they must be droppable)."""
         lengths = {len(slot) for slot in slots if isinstance(slot, list)}
         if len(lengths) != 1:
-            raise _Refuse("pack indices of different lengths")  # a diagnostic on the tree walk
+            raise Refused("pack indices of different lengths")  # a diagnostic on the reference
         accesses = [replace(node, items=tuple(slot[k] if isinstance(slot, list) else slot
                                               for slot in slots))
                     for k in range(lengths.pop())]
         fixed = [slot for slot in slots if not isinstance(slot, list)]
         if not all(self.droppable(a) for a in accesses) or \
                 (not accesses and not all(self.droppable(i) for i in fixed)):
-            raise _Refuse("a pack index without '..' on an access not provably in range")
+            raise Refused("a pack index without '..' on an access not provably in range")
         return accesses
 
     # ------------------------------------------------------------------ folds, ':', lookups
 
     def visit_Fold(self, node: ast.Fold) -> Folded:
         """`p op ..` of a folded pack: the fold of the pack `[p0, p1, ..]` of its items, which
-        codegen computes as `expr.fold_pack` does on the closure path: every item, then the
+        generated code computes as `expr.fold_pack` does on the reference: every item, then the
         left-deep chain `(p0 op p1) op p2 ..` (one item: the item itself, no operation; an
-        empty pack: fold_pack's value for it). Only `+ * && || << >>` (codegen's FOLD_OPS),
-        not cumulative (a comparison fold stops at its first false pair)."""
+        empty pack: fold_pack's value for it). Only `+ * && || << >>` (the code generation's
+        FOLD_OPS), not cumulative (a comparison fold stops at its first false pair)."""
         if node.cumulative or node.op not in FOLD_OPS:
-            raise _Refuse(f"fold '{node.op} ..'")
+            raise Refused(f"fold '{node.op} ..'")
         pack = self.expr(node.operand)
         if pack is NULL:
             return NULL
         if not isinstance(pack, list) or len(pack) > MAX_FOLD_ITEMS:
-            raise _Refuse("fold operand")
+            raise Refused("fold operand")
         if not pack:
             # an empty sum of a tensor access is 0 or 0.0 by the tensor's type
             # (FormulaRunner.item_kind); other operands give the int 0
             if isinstance(node.operand, ast.Subscript):
-                raise _Refuse("empty fold of an access")
+                raise Refused("empty fold of an access")
             return self.constant(fold_pack(node.op, (), False, "any", None), node)
         if len(pack) == 1:
             return pack[0]
@@ -557,7 +555,7 @@ class _Folder(ExprVisitor[Any]):
 
     def fold_from(self, node: ast.Binary) -> Folded:
         """`x op .. op init` (types.fold_with_initial): kept with x folded to the pack of its
-        items, which codegen computes as `expr.fold_from` on the closure path (the items, then
+        items, which generated code computes as `expr.fold_from` on the reference (the items, then
         init, then the fold of the items starting from init); with no items, init itself."""
         fold = node.left
         pack, initial = self.expr(fold.operand), self.expr(node.right)
@@ -565,10 +563,10 @@ class _Folder(ExprVisitor[Any]):
             # both are computed, then the result is null
             if all(self.droppable_folded(v) for v in (pack, initial)):
                 return NULL
-            raise _Refuse("null operand")
+            raise Refused("null operand")
         if not isinstance(pack, list) or isinstance(initial, list) or \
                 len(pack) > MAX_FOLD_ITEMS:
-            raise _Refuse("fold operand")
+            raise Refused("fold operand")
         if not pack:
             return initial
         return replace(node, left=replace(fold, operand=ast.ListExpr(tuple(pack),
@@ -577,61 +575,61 @@ class _Folder(ExprVisitor[Any]):
 
     def full_access(self, node: ast.Subscript, array: np.ndarray) -> list[ast.Expr]:
         """`x[i, :]`: the pack of its values along the ':' dimensions, row-major, as one access
-        each (the closure path computes the position once, then reads them in that order).
+        each (the reference computes the position once, then reads them in that order).
         Guarded indices beside ':' are refused; with no values at all, the other indices are
         dropped, so they must be droppable."""
         marks: list[ast.Expr | None] = []  # None marks a ':' dimension
         for item in node.items:
             if isinstance(item, ast.Slice):
                 if (item.start, item.stop, item.step) != (None, None, None):
-                    raise _Refuse("slice index")  # a diagnostic on the closure path
+                    raise Refused("slice index")  # a diagnostic on the reference
                 marks.append(None)
             else:
                 marks.extend(self.index_items((item,)))
         fixed = [m for m in marks if m is not None]
         if len(marks) != array.ndim or any(self.guarded(m) for m in fixed):
-            raise _Refuse("':' index")
+            raise Refused("':' index")
         ranges = [range(extent) if m is None else (m,) for m, extent in zip(marks, array.shape)]
         accesses = [replace(node, items=tuple(ast.IntLiteral(p, span=node.span)
                                               if isinstance(p, int) else p for p in position))
                     for position in itertools.product(*ranges)]
         if not accesses and not all(self.droppable(m) for m in fixed):
-            raise _Refuse("':' index")
+            raise Refused("':' index")
         return accesses
 
     def constant_lookup(self, node: ast.Subscript) -> Folded | None:
         """`p[k]` of a compile-time pack `p` of scalars of one type and one runtime int `k`
         (`zero_point[i[channel_axis]]`): kept with `k` folded, for the constant lookup of
-        refinterp.lower.codegen; None where `k` folds to a pack or a literal (pack indexing)."""
+        the code generation; None where `k` folds to a pack or a literal (pack indexing)."""
         try:
             pack = evaluate(node.base, self.instance.environment(self.profile))
         except Diagnostic:
-            raise _Refuse("compile-time error") from None
+            raise Refused("compile-time error") from None
         if pack is NULL:
-            return NULL  # the closure path does not compute the position
+            return NULL  # the reference does not compute the position
         position = self.expr(node.items[0])
         if position is NULL or isinstance(position, (list, ast.IntLiteral, ast.BoolLiteral)):
             return None
         if not isinstance(pack, tuple) or not pack or \
                 len({type(v) for v in pack}) != 1 or type(pack[0]) not in (bool, int, float):
-            raise _Refuse("constant pack")
+            raise Refused("constant pack")
         return replace(node, items=(position,))
 
     def split_local(self, local: ast.LocalAssign, items: list[ast.Expr], taken: set[str],
                     locals_: list[ast.LocalAssign]) -> list[ast.Expr]:
         """A pack local that may fail (`r = real(i[axes]) * scale + offset`) as one scalar
         local `r__k` per item, appended to `locals_` in item order: every item is still
-        computed once per iteration, where the closure path computes the pack. Items that may
-        skip are refused (the closure path computes the whole pack before a later item's skip;
+        computed once per iteration, where the reference computes the pack. Items that may
+        skip are refused (the reference computes the whole pack before a later item's skip;
         the split form could fail in an earlier item first). Returns the names standing for
         the items."""
         if any(self.may_skip(v) for v in items):
-            raise _Refuse("pack local")
+            raise Refused("pack local")
         names: list[ast.Expr] = []
         for k, item in enumerate(items):
             name = f"{local.name}__{k}"
             if name in taken:
-                raise _Refuse("name clash")
+                raise Refused("name clash")
             taken.add(name)
             self.runtime.add(name)
             self.scalar_locals.add(name)
@@ -706,6 +704,6 @@ def arithmetic_operands(node: ast.Expr) -> list[ast.Expr] | None:
 
 
 def _tensor_pack(value: Any) -> bool:
-    """A pack of tensors that codegen can index: a non-empty list of arrays."""
+    """A pack of tensors that generated code can index: a non-empty list of arrays."""
     return isinstance(value, list) and bool(value) and \
         all(isinstance(a, np.ndarray) for a in value)

@@ -1,13 +1,15 @@
-"""The scalar engine: runs a lowering plan element by element (spec §2.12). It is the definition
-of what a @lower block computes; the vector engine (vector.py) must compute the same function.
+"""The reference engine: runs a lowering plan element by element (spec §2.12). It is the
+definition of what a @lower block computes; every other engine (refinterp.lower.compiled,
+refinterp.lower.vector) must compute the same function, and hands it a formula it refuses.
 
-A formula in the subset of refinterp.lower.codegen runs as generated Python source; any other is
-compiled once into Python closures (`FormulaRunner`, an expression pass: no AST walking per
-element), which also report the failing subexpression and iteration of an error. Index symbols
-loop in declaration order, outermost first (row-major), which fixes summation order and ties.
-Numbers go through refinterp.numeric.rules; an int result outside int64 is a diagnostic. An index
-out of range is skipped only where the formula guards it with `|e|` (the whole update of that
-iteration is skipped) or remaps it with `|e <> lo : hi|`; an unguarded one is a diagnostic.
+Each formula is compiled once into Python closures (`FormulaRunner`, an expression pass: no AST
+walking per element), which also report the failing subexpression and iteration of an error.
+Index symbols loop in declaration order, outermost first (row-major), which fixes summation
+order and ties. Numbers go through refinterp.numeric.rules; an int result outside int64 is a
+diagnostic. An index out of range is skipped only where the formula guards it with `|e|` (the
+whole update of that iteration is skipped) or remaps it with `|e <> lo : hi|`; an unguarded one
+is a diagnostic. Each diagnostic's code is chosen where it is raised: E0501 an index out of
+range, E0502 an int result outside int64, E0503 any other failure of an iteration.
 """
 
 from __future__ import annotations
@@ -22,154 +24,56 @@ import numpy as np
 from refinterp.core.diagnostics import Diagnostic, EngineDiagnostic
 from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate, fold_from, fold_pack
-from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
-from refinterp.lower.codegen import compile_formula
-from refinterp.lower.plan import (FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, LoweringPlan,
-                                  allocation_shape, lowering_plan, output_kind, start_value)
+from refinterp.lower.common import (allocate_outputs, lowered_outputs, lowering_arrays,
+                                    lowering_plan)
+from refinterp.lower.plan import FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, output_kind
 from refinterp.numeric import rules
-from refinterp.numeric.representation import NUMPY_DTYPES, kind_of
+from refinterp.numeric.representation import kind_of
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
 
 Frame = dict[str, Any]
 Compiled = Callable[[Frame], Value]
 
+OUT_OF_RANGE = "E0501"  # an index (or a pack item, a counted extent) out of range
+INT_OVERFLOW = "E0502"  # an int result outside int64
+FAILED = "E0503"        # any other failure of an iteration
+
 
 class _Skip(Exception):
-    """A guarded index `|e|` fell outside its tensor: skip this iteration's update."""
+    """A guarded index `|e|` fell outside its tensor: the definition skips this iteration's
+    update (§2.12). Not a refusal: control flow of the definition itself."""
 
 
-def allocate_outputs(instance: OperatorInstance, plan: LoweringPlan) -> dict[str, Any]:
-    """Output arrays, filled with the neutral element of an implicit start, else zeros; a
-    counted extent (`plan.CountedExtent`) is allocated at its bound."""
-    outputs: dict[str, Any] = {}
-    for name, info in instance.outputs.items():
-        infos = info if isinstance(info, tuple) else (info,)
-        arrays = []
-        for item in infos:
-            shape = item.shape if isinstance(info, tuple) else \
-                allocation_shape(plan, name, item)
-            if shape is None or any(e is None for e in shape):
-                raise EngineDiagnostic(f"output '{name}' has no static shape to compute",
-                                       instance.definition.span)
-            dtype = NUMPY_DTYPES.get(item.dtype)
-            if dtype is None:
-                raise EngineDiagnostic(f"output '{name}' has type {item.dtype}, which has no "
-                                       f"tensor representation", instance.definition.span)
-            start = start_value(plan.implicit_start.get(name, 0), item.dtype)
-            arrays.append(np.zeros(shape, dtype=dtype) if start == 0 else
-                          np.full(shape, start, dtype=dtype))
-        outputs[name] = arrays if isinstance(info, tuple) else arrays[0]
-    return outputs
-
-
-def run_lowering(instance: OperatorInstance, inputs: dict[str, Any],
-                 profile: rules.Profile = rules.SPEC,
-                 generated: bool = True, report: list[str] | None = None) -> dict[str, Any]:
-    """Run the @lower block of `instance` on input arrays; return the output arrays.
-
-    With `generated`, formulas in the subset of refinterp.lower.codegen (after partial
-    evaluation, refinterp.lower.fold) run as generated Python source (same results, much
-    faster); the others, or all without it, run as closures. `report` (if given) receives, per
-    formula, `formula at line N: <how it ran>`."""
+def run_reference(instance: OperatorInstance, inputs: dict[str, Any],
+                  profile: rules.Profile = rules.SPEC) -> dict[str, Any]:
+    """Run the @lower block of `instance` on input arrays by the definition; return the
+    output arrays."""
     plan = lowering_plan(instance)
-    outputs = allocate_outputs(instance, plan)
-    arrays = lowering_arrays(instance, inputs, outputs)
+    arrays = lowering_arrays(instance, inputs, allocate_outputs(instance, plan))
     for formula in plan.formulas:
-        how: list[str] | None = [] if report is not None else None
-        run_formula(instance, formula, arrays, profile, generated, how)
-        if report is not None:
-            report.append(f"formula at line {formula.node.span.line}: "
-                          f"{how[0] if how else 'tree walk'}")
+        run_formula(instance, formula, arrays, profile)
     return lowered_outputs(instance, plan, arrays)
 
 
-def lowered_outputs(instance: OperatorInstance, plan: LoweringPlan, arrays: dict[str, Any]
-                    ) -> dict[str, Any]:
-    """The outputs once every formula has run (a counting formula replaces its output by the
-    trimmed array). Outputs naming the same counted extent `s|k` must agree on it (§2.6: the
-    symbol declares agreement of dynamic output shapes)."""
-    outputs = {name: arrays[name] for name in instance.outputs}
-    seen: dict[str, tuple[str, int]] = {}
-    for formula in plan.formulas:
-        counted = formula.counted
-        if counted is None:
-            continue
-        extent = outputs[counted.output].shape[counted.dimension]
-        other = seen.setdefault(counted.name, (counted.output, extent))
-        if other[1] != extent:
-            raise EngineDiagnostic(
-                f"the dynamic extent '{counted.name}' is {extent} for output "
-                f"'{counted.output}' but {other[1]} for output '{other[0]}'; outputs naming "
-                f"the same extent must agree", formula.node.span, code="E0503")
-    return outputs
-
-
-def lowering_arrays(instance: OperatorInstance, inputs: dict[str, Any],
-                    outputs: dict[str, Any]) -> dict[str, Any]:
-    """Every array a lowering may access by name: inputs (an absent optional one as null),
-    @constant tensors and the outputs being computed."""
-    arrays = dict(inputs)
-    block = instance.definition.block("input")
-    for decl in block.entries if block else ():
-        arrays.setdefault(decl.name, NULL)  # an absent optional input reads as null
-    for name, (info, value) in instance.constants.items():
-        arrays[name] = constant_array(info, value)
-    arrays.update(outputs)
-    return arrays
-
-
 def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
-                profile: rules.Profile, generated: bool = True,
-                report: list[str] | None = None) -> None:
-    """Run one formula element by element, updating its output in `arrays`."""
-    fast = compile_formula(instance, formula, arrays, profile, _failure, report) \
-        if generated else None
-    if fast is None:
-        FormulaRunner(instance, formula, arrays, profile).run()
-        return
-    try:
-        fast()
-    except EngineDiagnostic:
-        # The generated kernel works on copies and wrote nothing: rerun the closures, which
-        # report the failing sub-expression and iteration ("at i = ..").
-        FormulaRunner(instance, formula, arrays, profile).run()
-        raise
+                profile: rules.Profile) -> None:
+    """Run one formula by the definition, updating its output in `arrays`."""
+    FormulaRunner(instance, formula, arrays, profile).run()
 
 
-def _failure(node: ast.Node, message: str, frame: dict | None) -> EngineDiagnostic:
-    """The diagnostic of a failing formula at `node`, noting the index values of the iteration;
-    its code says what failed (out of range, int64 overflow, or another evaluation error)."""
-    code = "E0501" if "out of range" in message else \
-        "E0502" if "does not fit in int64" in message else "E0503"
+def failure(node: ast.Node, message: str, frame: dict | None, code: str = FAILED
+            ) -> EngineDiagnostic:
+    """The diagnostic `code` of a failing formula at `node`, noting the index values of the
+    iteration."""
     notes = []
     if frame:
         notes.append("at " + ", ".join(f"{k} = {format_literal(_plain(v))}"
                                        for k, v in frame.items()))
     return EngineDiagnostic(message, node.span, notes, code=code)
-
-
-def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
-    """A @constant's value as an array (a list of arrays for a pack of constants)."""
-    if isinstance(info, tuple):
-        return [constant_array(i, v) for i, v in zip(info, value)]
-    dtype = NUMPY_DTYPES[info.dtype]
-    shape = tuple(info.shape or ())
-    if isinstance(value, tuple):
-        return np.array([_extreme(v, info.dtype) for v in value], dtype=dtype).reshape(shape)
-    return np.full(shape, _extreme(value, info.dtype), dtype=dtype)
-
-
-def _extreme(value: Value, dtype: str) -> Value:
-    """int(inf) and int(-inf) as a tensor of `dtype` holds them: the extreme int64 values (as
-    a formula's int result, `FormulaRunner.checked`), ±inf (as `real(int(inf))`), true."""
-    if not isinstance(value, rules.IntInfinity):
-        return value
-    if dtype == "int":
-        return INT64_MAX if value.sign > 0 else INT64_MIN
-    return value.sign * math.inf if dtype == "real" else True
 
 
 class FormulaRunner(ExprVisitor[Compiled]):
@@ -190,9 +94,9 @@ class FormulaRunner(ExprVisitor[Compiled]):
             self.index_names.add(formula.counted.name)
         self.local_names = {local.name for local in formula.locals}
 
-    def fail(self, node: ast.Node, message: str, frame: Frame | None = None
-             ) -> EngineDiagnostic:
-        return _failure(node, message, frame)
+    def fail(self, node: ast.Node, message: str, frame: Frame | None = None,
+             code: str = FAILED) -> EngineDiagnostic:
+        return failure(node, message, frame, code)
 
     # ------------------------------------------------------------------ running
 
@@ -227,7 +131,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 continue
             except EngineDiagnostic as diag:
                 if not diag.notes:  # say in which iteration it failed
-                    diag.notes = _failure(formula.node, "", frame).notes
+                    diag.notes = failure(formula.node, "", frame).notes
                 raise
         if counted is not None:
             kept = (slice(None),) * counted.dimension + (slice(0, count),)
@@ -316,13 +220,12 @@ class FormulaRunner(ExprVisitor[Compiled]):
                 raise self.fail(counted.node, f"'{counted.name}' indexes dimension {dimension} "
                                               f"of '{counted.output}', but it names the dynamic "
                                               f"extent of dimension {counted.dimension}", frame)
-            if frame[counted.name] >= counted.bound:  # E0501: the position is out of range
-                node = self.formula.node
-                raise EngineDiagnostic(
-                    f"output '{counted.output}' gets more than {counted.bound} entries along "
-                    f"its dynamic extent '{counted.name}' (dimension {counted.dimension}), "
-                    f"above its bound {counted.bound}", node.span,
-                    _failure(node, "", frame).notes, code="E0501")
+            if frame[counted.name] >= counted.bound:  # the position is out of range
+                raise self.fail(
+                    self.formula.node, f"output '{counted.output}' gets more than "
+                    f"{counted.bound} entries along its dynamic extent '{counted.name}' "
+                    f"(dimension {counted.dimension}), above its bound {counted.bound}", frame,
+                    OUT_OF_RANGE)
         return check
 
     def combine(self, node: ast.Node, op: str, array: Any, position: tuple, value: Value,
@@ -335,7 +238,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
                             value)
 
     def put(self, array: Any, position: tuple, value: Value) -> None:
-        """Write a checked new value into an output cell (a hook: the bounds engine,
+        """Write a checked new value into an output cell (a hook: the bounds run,
         refinterp.lower.bounds, also writes its error magnitude)."""
         array[position] = value
 
@@ -347,7 +250,8 @@ class FormulaRunner(ExprVisitor[Compiled]):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise self.fail(node, f"an int output gets {format_literal(value)}", frame)
             if not INT64_MIN <= value <= INT64_MAX:
-                raise self.fail(node, f"the int result {value} does not fit in int64", frame)
+                raise self.fail(node, f"the int result {value} does not fit in int64", frame,
+                                INT_OVERFLOW)
         elif dtype == "real" and not isinstance(value, float):
             raise self.fail(node, f"a real output gets {format_literal(value)}", frame)
         elif dtype == "bool" and not isinstance(value, bool):
@@ -621,7 +525,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
                                       f"{format_literal(position)}", frame)
             if not -len(values) <= position < len(values):
                 raise self.fail(item, f"index {position} is out of range for a pack of length "
-                                      f"{len(values)}", frame)
+                                      f"{len(values)}", frame, OUT_OF_RANGE)
             return values[position]
 
         def select(frame: Frame, values: Any) -> Value:
@@ -726,7 +630,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
             raise self.fail(node, "only a pack of tensors has items", frame)
         if not isinstance(index, int) or not 0 <= index < len(pack):
             raise self.fail(node, f"pack item {format_literal(index)} is out of range for "
-                                  f"{len(pack)} tensors", frame)
+                                  f"{len(pack)} tensors", frame, OUT_OF_RANGE)
         return pack[index]
 
     def check_position(self, node: ast.Node, name: str, array: Any, position: tuple,
@@ -738,7 +642,7 @@ class FormulaRunner(ExprVisitor[Compiled]):
         for index, extent in zip(position, shape):
             if not 0 <= index < extent:
                 raise self.fail(node, f"index {list(position)} is out of range for '{name}' "
-                                      f"of shape {list(shape)}", frame)
+                                      f"of shape {list(shape)}", frame, OUT_OF_RANGE)
 
     def compile_indices(self, items: tuple) -> Callable[..., tuple]:
         """Index items → a function giving the position tuple: a pack spread with `..` stands

@@ -8,8 +8,8 @@ import re
 import sys
 from typing import Any
 
-from refinterp.cli.arguments import (MAX_JOBS, add_max_input_size, check_number,
-                                     max_input_size, parse_regex)
+from refinterp.cli.options import (MAX_JOBS, MAX_TIMEOUT, add, check_number, max_input_size,
+                                   parse_regex)
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -66,7 +66,7 @@ def add_parser(commands: Any) -> None:
     check.add_argument("--dtype", choices=["exact", "kind", "values"], default="kind",
                        help="dtype policy: exact (float64/int64/bool), kind (the default: a "
                             "float32 result passes on values), values (any dtype)")
-    add_max_input_size(check)
+    add(check, "max_input_size")
     check.add_argument("--json", metavar="REPORT.json", help="write the JSON report")
     check.add_argument("--junit", metavar="REPORT.xml", help="write a JUnit XML report")
     check.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
@@ -96,7 +96,7 @@ def _shard(text: str | None) -> tuple[int, int] | None:
     return int(found.group(1)), int(found.group(2))
 
 
-def cmd_check(args: argparse.Namespace, out: Output) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """Check a back end, or merge shard reports."""
     from refinterp import harness
     from refinterp.io import check_writable
@@ -112,7 +112,7 @@ def cmd_check(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("check needs SUITE and --backend NAME or --backend-cmd COMMAND "
                          "(or --merge REPORT.json...)")
     check_number(args.jobs, "-j", 1, MAX_JOBS)
-    check_number(args.timeout, "--timeout", 0.001, 7 * 86400.0)
+    check_number(args.timeout, "--timeout", 0.001, MAX_TIMEOUT)
     for option in ("rtol", "atol"):
         check_number(getattr(args, option), f"--{option}", 0.0, 1e300)
     check_number(args.ulp, "--ulp", 0, 2**62)

@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from refinterp.language.values import Value
-from refinterp.lower.vector_space import Box, Fallback, Mask, anywhere, both
+from refinterp.lower.common import Refused
+from refinterp.lower.vector.space import Box, Mask, anywhere, both
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
 
@@ -43,7 +44,7 @@ class Guard:
 @dataclass(frozen=True)
 class Mapped:
     """The values of an index pack without `..` (one dimension): the access is mapped over
-    them, one read per item (docs/semantics.md "Pack index without '..'"; the scalar engine's
+    them, one read per item (docs/semantics.md "Pack index without '..'"; the reference's
     `_Mapped`)."""
 
     values: tuple
@@ -52,7 +53,7 @@ class Mapped:
 def resolve(box: Box, value: Any, extent: int, active: Mask) -> Any:
     """One index (an int or an int array, possibly guarded) checked against `extent` on the
     iterations evaluated (live and `active`): a guarded one outside narrows the live mask or is
-    remapped, an unguarded one outside is a Fallback (the scalar engine reports it). Indices
+    remapped, an unguarded one outside is a Refused (the reference reports it). Indices
     of skipped iterations are clipped into range, so the read itself cannot fail."""
     if isinstance(value, np.ndarray):  # an axis of the box inside the extent: itself
         axis = box.axis_of(value)
@@ -60,14 +61,14 @@ def resolve(box: Box, value: Any, extent: int, active: Mask) -> Any:
             return value
     effective = both(box.live, active)
     if isinstance(value.value if isinstance(value, Guard) else value, rules.IntInfinity):
-        raise Fallback("int(inf) or int(-inf) as an index")
+        raise Refused("int(inf) or int(-inf) as an index")
     if isinstance(value, Guard):
         index = value.value
         if kind_of(index) != "int" or any(
                 bound is not None and (kind_of(bound) != "int" or
                                        isinstance(bound, rules.IntInfinity))
                 for bound in (value.lower, value.upper)):
-            raise Fallback("a guarded index or remapped value that is not an int")
+            raise Refused("a guarded index or remapped value that is not an int")
         inside = (index >= 0) & (index < extent)
         if value.lower is None:
             box.narrow(inside, effective)
@@ -78,15 +79,15 @@ def resolve(box: Box, value: Any, extent: int, active: Mask) -> Any:
         if value.ndim == 0:
             value = int(value)
     if isinstance(value, (bool, np.bool_)) or kind_of(value) != "int":
-        raise Fallback("an index that is not an int")
+        raise Refused("an index that is not an int")
     if isinstance(value, np.ndarray):
         bad = (value < 0) | (value >= extent)
         if anywhere(both(bad, effective)) and bad.any():
-            raise Fallback("an index out of range")
+            raise Refused("an index out of range")
         return np.clip(value, 0, max(extent - 1, 0)) if bad.any() else value
     if not 0 <= value < extent:
         if anywhere(effective):
-            raise Fallback("an index out of range")
+            raise Refused("an index out of range")
         return 0
     return int(value)
 

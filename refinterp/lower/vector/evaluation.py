@@ -6,8 +6,8 @@ compile-time evaluator, or anything that does not vary over the box), an array o
 depends on, a tuple (a pack) of them, a `Guard` (an index `|e|` before it meets its extent), or
 NULL. `active` is the mask of the iterations that evaluate the expression (the branches of `?:`
 narrow it); every check (index range, division by zero, int overflow, a null) is made only on
-iterations that are live and active, so the vector engine never reports an error the scalar
-engine would not: where it cannot be exact it raises `Fallback`.
+iterations that are live and active, so the vector engine never reports an error the
+reference would not: where it cannot be exact it raises `Refused`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from refinterp.language.expr import Environment, evaluate, fold_from, fold_pack
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue
+from refinterp.lower.common import Refused
 from refinterp.lower.plan import FULL
-from refinterp.lower.vector_access import (Guard, Inputs, Mapped, Read, gather, int_identity,
+from refinterp.lower.vector.access import (Guard, Inputs, Mapped, Read, gather, int_identity,
                                            resolve, strided_view)
-from refinterp.lower.vector_space import (RUNTIME, Box, Fallback, FormulaFacts, Mask,
-                                          anywhere, both)
+from refinterp.lower.vector.space import RUNTIME, Box, FormulaFacts, Mask, anywhere, both
 from refinterp.numeric import array_rules as A
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
@@ -47,6 +47,7 @@ class Scope:
         self.instance, self.arrays, self.profile, self.facts, self.inputs = (
             instance, arrays, profile, facts, inputs)
         self.symbols = instance.symbols
+        # by id(node): safe, `facts.formula` keeps every node alive (FormulaFacts.folded)
         self.folded = facts.folded.setdefault(profile.name, {})
         shape = facts.shape
         self.runtime = shape.index_names | shape.local_names | frozenset(arrays)
@@ -98,7 +99,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         try:
             value = evaluate(node, self.scope.environment)
         except Diagnostic:
-            raise Fallback("a compile-time error") from None
+            raise Refused("a compile-time error") from None
         folded[id(node)] = value
         return value
 
@@ -118,7 +119,7 @@ class BoxEvaluator(ExprVisitor[Any]):
             return self.box.frame[node.name]
         if node.name in self.symbols and not isinstance(self.symbols[node.name], TensorValue):
             return self.symbols[node.name]
-        raise Fallback(f"'{node.name}' is not a value here")
+        raise Refused(f"'{node.name}' is not a value here")
 
     def visit_Member(self, node: ast.Member, active: Mask) -> Any:
         if isinstance(node.base, ast.Name) and node.base.name in self.symbols:
@@ -126,10 +127,10 @@ class BoxEvaluator(ExprVisitor[Any]):
             if isinstance(base, TensorValue):
                 return base.shape if node.name == "shape" else len(base.shape)
             return len(base) if isinstance(base, tuple) else NULL
-        raise Fallback("a member of a computed value")
+        raise Refused("a member of a computed value")
 
     def unsupported(self, node: ast.Node, active: Mask) -> Any:
-        raise Fallback(f"{type(node).__name__} in a formula")
+        raise Refused(f"{type(node).__name__} in a formula")
 
     visit_StringLiteral = visit_Placeholder = visit_Expand = visit_Zip = unsupported
     visit_Range = visit_Slice = unsupported
@@ -144,16 +145,13 @@ class BoxEvaluator(ExprVisitor[Any]):
         if isinstance(value, tuple):
             return tuple(self.lift(v, active, array_rule, scalar_rule) for v in value)
         if isinstance(value, Guard):
-            raise Fallback("a guarded index used as a number")
+            raise Refused("a guarded index used as a number")
         if isinstance(value, np.ndarray):
-            try:
-                return array_rule(value, both(self.box.live, active))
-            except A.Deferred as why:
-                raise Fallback(why.reason) from None
+            return array_rule(value, both(self.box.live, active))
         try:
             return scalar_rule(value)
         except rules.NumericError:
-            raise Fallback("a numeric error") from None
+            raise Refused("a numeric error") from None
 
     def numeric2(self, op: str, a: Any, b: Any, active: Mask) -> Any:
         """`a op b` by the numeric rules, item by item on packs."""
@@ -164,22 +162,19 @@ class BoxEvaluator(ExprVisitor[Any]):
             a = a if isinstance(a, tuple) else (a,) * length
             b = b if isinstance(b, tuple) else (b,) * length
             if len(a) != len(b):
-                raise Fallback("packs of different lengths")
+                raise Refused("packs of different lengths")
             return tuple(self.numeric2(op, x, y, active) for x, y in zip(a, b))
         if isinstance(a, Guard) or isinstance(b, Guard):
-            raise Fallback("a guarded index used as a number")
+            raise Refused("a guarded index used as a number")
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             same = int_identity(op, a, b)
             if same is not None:
                 return same
-            try:
-                return A.binary(op, a, b, self.profile, both(self.box.live, active))
-            except A.Deferred as why:
-                raise Fallback(why.reason) from None
+            return A.binary(op, a, b, self.profile, both(self.box.live, active))
         try:
             return rules.binary(op, a, b, self.profile)
         except rules.NumericError:
-            raise Fallback("a numeric error") from None
+            raise Refused("a numeric error") from None
 
     def visit_Unary(self, node: ast.Unary, active: Mask) -> Any:
         operand = self.visit(node.operand, active)
@@ -198,7 +193,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         if node.op in ("is", "in"):
             if isinstance(left, np.ndarray) or isinstance(right, np.ndarray) or \
                     _has_array(left) or _has_array(right):
-                raise Fallback(f"'{node.op}' on tensor values")
+                raise Refused(f"'{node.op}' on tensor values")
             if left is NULL or right is NULL:
                 return NULL
             if node.op == "is":
@@ -215,7 +210,7 @@ class BoxEvaluator(ExprVisitor[Any]):
             if flag:
                 return self.visit(node.then, active)
             return self.visit(node.otherwise, active) if node.otherwise is not None else NULL
-        if isinstance(flag, tuple):  # item by item, both branches evaluated (as scalar.py)
+        if isinstance(flag, tuple):  # item by item, both branches evaluated (as the reference)
             a = self.visit(node.then, active)
             b = self.visit(node.otherwise, active) if node.otherwise is not None else NULL
             items = []
@@ -228,15 +223,15 @@ class BoxEvaluator(ExprVisitor[Any]):
                 # a computed condition per item: chosen cell by cell (both were evaluated)
                 if f.dtype != np.bool_ or any(v is NULL or isinstance(v, (tuple, Guard))
                                               for v in (x, y)):
-                    raise Fallback("a pack of computed conditions choosing null or packed "
+                    raise Refused("a pack of computed conditions choosing null or packed "
                                    "items in '?:'")
                 x, y = A.as_array(x), A.as_array(y)
                 if kind_of(x) != kind_of(y):
-                    raise Fallback("branches of '?:' of different types")
+                    raise Refused("branches of '?:' of different types")
                 items.append(np.where(f, x, y))
             return tuple(items)
         if not isinstance(flag, np.ndarray) or flag.dtype != np.bool_:
-            raise Fallback("a non-bool condition in '?:'")
+            raise Refused("a non-bool condition in '?:'")
         then_mask, else_mask = both(active, flag), both(active, ~flag)
         chosen = []
         for branch, mask in ((node.then, then_mask), (node.otherwise, else_mask)):
@@ -245,7 +240,7 @@ class BoxEvaluator(ExprVisitor[Any]):
                 continue
             value = self.visit(branch, mask) if branch is not None else NULL
             if value is NULL or isinstance(value, (tuple, Guard)):
-                raise Fallback("a null or packed branch of '?:'")
+                raise Refused("a null or packed branch of '?:'")
             chosen.append(value)
         a, b = chosen
         if a is None:
@@ -254,13 +249,13 @@ class BoxEvaluator(ExprVisitor[Any]):
             return a
         a, b = A.as_array(a), A.as_array(b)
         if kind_of(a) != kind_of(b):
-            raise Fallback("branches of '?:' of different types")
+            raise Refused("branches of '?:' of different types")
         return np.where(flag, a, b)
 
     def repeat_count(self, item: ast.Expand, active: Mask) -> int:
         count = self.visit(item.count, active)
         if not isinstance(count, int):
-            raise Fallback("a repeat count that is not an int")
+            raise Refused("a repeat count that is not an int")
         return count
 
     def visit_ListExpr(self, node: ast.ListExpr, active: Mask) -> Any:
@@ -275,7 +270,7 @@ class BoxEvaluator(ExprVisitor[Any]):
                 start, stop = self.visit(item.start, active), self.visit(item.stop, active)
                 step = self.visit(item.step, active) if item.step is not None else 1
                 if not all(isinstance(v, int) for v in (start, stop, step)):
-                    raise Fallback("a range with computed ends")
+                    raise Refused("a range with computed ends")
                 part = tuple(range(start, stop, step))
             else:
                 part = (self.visit(item, active),)
@@ -289,7 +284,7 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     def visit_Call(self, node: ast.Call, active: Mask) -> Any:
         if len(node.callee) != 1:
-            raise Fallback("a qualified call in a formula")
+            raise Refused("a qualified call in a formula")
         return self.call(node.callee[0], node.args, active)
 
     def call(self, name: str, args: tuple, active: Mask) -> Any:
@@ -302,19 +297,19 @@ class BoxEvaluator(ExprVisitor[Any]):
                              lambda v, m: A.cast(target, v, self.profile, m),
                              lambda v: rules.cast(target, v, self.profile))
         if len(args) != 1:
-            raise Fallback(f"'{name}' with {len(args)} arguments")
+            raise Refused(f"'{name}' with {len(args)} arguments")
         return self.lift(self.visit(args[0], active), active,
                          lambda v, m: A.builtin(name, v, self.profile, m),
                          lambda v: rules.builtin(name, v, self.profile))
 
     def visit_Fold(self, node: ast.Fold, active: Mask) -> Any:
         if node.op not in ("+", "*", "&&", "||", "<<", ">>") and not node.cumulative:
-            raise Fallback(f"the fold '{node.op} ..' on tensor values")
+            raise Refused(f"the fold '{node.op} ..' on tensor values")
         pack = self.visit(node.operand, active)
         if pack is NULL:
             return NULL
         if not isinstance(pack, tuple):
-            raise Fallback("a fold of a non-pack")
+            raise Refused("a fold of a non-pack")
         base = "any"
         if isinstance(node.operand, ast.Subscript) and isinstance(node.operand.base, ast.Name):
             array = self.arrays.get(node.operand.base.name)
@@ -325,16 +320,16 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     def fold_with_initial(self, node: ast.Binary, active: Mask) -> Any:
         """`x op .. op init`: the pack, then the initial value, then `expr.fold_from` (THE
-        rule, as the scalar engine and the compile-time evaluator); an initial pack gives one
+        rule, as the reference and the compile-time evaluator); an initial pack gives one
         fold per item."""
         fold = node.left
         if node.op not in ("+", "*", "&&", "||", "<<", ">>"):
-            raise Fallback(f"the fold '{node.op} ..' on tensor values")
+            raise Refused(f"the fold '{node.op} ..' on tensor values")
         pack, start = self.visit(fold.operand, active), self.visit(node.right, active)
         if pack is NULL or start is NULL:
             return NULL
         if not isinstance(pack, tuple):
-            raise Fallback("a fold of a non-pack")
+            raise Refused("a fold of a non-pack")
 
         def binary(op: str, a: Any, b: Any) -> Any:
             return self.numeric2(op, a, b, active)
@@ -351,41 +346,38 @@ class BoxEvaluator(ExprVisitor[Any]):
             parts = [self.visit(p, active) if p is not None else None
                      for p in (item.start, item.stop, item.step)]
             if not all(p is None or isinstance(p, int) for p in parts):
-                raise Fallback("a pack slice with computed ends")
+                raise Refused("a pack slice with computed ends")
             return tuple(pack[slice(*parts)])
         position = self.visit(item, active)
         if position is NULL:
             return NULL
         if isinstance(position, tuple):
             if not all(isinstance(p, (int, bool)) for p in position):
-                raise Fallback("a computed pack selection")
+                raise Refused("a computed pack selection")
             if position and isinstance(position[0], bool):
                 return tuple(v for v, keep in zip(pack, position) if keep)
             return tuple(pack[p] for p in position)
         if isinstance(position, int) and not isinstance(position, bool):
             if not -len(pack) <= position < len(pack):
-                raise Fallback("a pack index out of range")
+                raise Refused("a pack index out of range")
             return pack[position]
         if isinstance(position, np.ndarray) and kind_of(position) == "int" and pack and \
                 all(not isinstance(v, (tuple, Guard)) and v is not NULL for v in pack):
             if len({kind_of(v) for v in pack}) != 1:
-                raise Fallback("a pack of mixed types indexed by an array")
+                raise Refused("a pack of mixed types indexed by an array")
             effective = both(self.box.live, active)
             bad = (position < -len(pack)) | (position >= len(pack))
             if anywhere(both(bad, effective)) and bad.any():
-                raise Fallback("a pack index out of range")
+                raise Refused("a pack index out of range")
             position = np.clip(position, -len(pack), len(pack) - 1)
             if not any(isinstance(v, np.ndarray) for v in pack):
                 return A.as_array(np.array(pack))[position]
             # items that are arrays over the box: item position[...] of each iteration
-            try:
-                arrays = [A.as_array(v) for v in pack]
-            except A.Deferred as why:
-                raise Fallback(why.reason) from None
+            arrays = [A.as_array(v) for v in pack]
             *items, position = np.broadcast_arrays(*arrays, position)
             position = np.where(position < 0, position + len(pack), position)
             return np.take_along_axis(np.stack(items), position[np.newaxis], axis=0)[0]
-        raise Fallback("a pack indexed by a computed value")
+        raise Refused("a pack indexed by a computed value")
 
     def visit_Substitute(self, node: ast.Substitute, active: Mask) -> Any:
         values = self.visit(node.target.base, active)
@@ -393,7 +385,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         if values is NULL or new is NULL:
             return NULL
         if not isinstance(values, tuple):
-            raise Fallback("a substitution into a non-pack")
+            raise Refused("a substitution into a non-pack")
         chosen = self.pick(tuple(range(len(values))), node.target.items[0], active)
         result = list(values)
         if isinstance(chosen, tuple):
@@ -403,7 +395,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         elif isinstance(chosen, int):
             result[chosen] = new
         else:
-            raise Fallback("a computed substitution position")
+            raise Refused("a computed substitution position")
         return tuple(result)
 
     def visit_Bounded(self, node: ast.Bounded, active: Mask) -> Any:
@@ -437,7 +429,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         if pack is NULL:
             return NULL
         if len(node.items) != 1 or node.trailing_comma or not isinstance(pack, tuple):
-            raise Fallback("an unusual pack index")
+            raise Refused("an unusual pack index")
         return self.pick(pack, node.items[0], active)
 
     def factor(self, node: ast.Expr, active: Mask) -> Read:
@@ -461,15 +453,15 @@ class BoxEvaluator(ExprVisitor[Any]):
             k = self.visit(item, active)
             if not isinstance(target, list) or not isinstance(k, int) or \
                     isinstance(k, bool) or not 0 <= k < len(target):
-                raise Fallback("a pack item index that is not a valid int")
+                raise Refused("a pack item index that is not a valid int")
             target = target[k]
         if isinstance(target, list):
-            raise Fallback("a whole pack of tensors read at once")
+            raise Refused("a whole pack of tensors read at once")
         raw, affine_form = self.index_values(node.items, active, storing=False)
         mapped = [p for p in raw if isinstance(p, Mapped)]
         if mapped:  # `x[i, p]`, p a pack without `..`: one read per item of p, in item order
             if len({len(p.values) for p in mapped}) > 1 or any(p is FULL for p in raw):
-                raise Fallback("a pack index without '..' of another length or beside ':'")
+                raise Refused("a pack index without '..' of another length or beside ':'")
             return Read(tuple(
                 self.read(name, k, [p.values[j] if isinstance(p, Mapped) else p for p in raw],
                           target, affine_form, False, active).value
@@ -506,14 +498,14 @@ class BoxEvaluator(ExprVisitor[Any]):
         for item in items:
             if isinstance(item, ast.Slice):
                 if storing or (item.start, item.stop, item.step) != (None, None, None):
-                    raise Fallback("':' in a store or a slice index")
+                    raise Refused("':' in a store or a slice index")
                 raw.append(FULL)
                 affine_form = False
                 continue
             expanded = isinstance(item, ast.Expand)
             value = self.visit(item.operand if expanded else item, active)
             if value is NULL:
-                raise Fallback("a null index")
+                raise Refused("a null index")
             if not expanded and isinstance(value, tuple):
                 raw.append(Mapped(value))
                 continue
@@ -527,9 +519,9 @@ class BoxEvaluator(ExprVisitor[Any]):
     def resolved(self, raw: list[Any], active: Mask, shape: tuple) -> list[Any]:
         """The indices with their guards resolved against the extents (`resolve`)."""
         if any(isinstance(p, Mapped) for p in raw):
-            raise Fallback("a pack index without '..' in a store")
+            raise Refused("a pack index without '..' in a store")
         if len(raw) != len(shape):
-            raise Fallback("an access with the wrong number of indices")
+            raise Refused("an access with the wrong number of indices")
         return [p if p is FULL else resolve(self.box, p, extent, active)
                 for p, extent in zip(raw, shape)]
 
@@ -537,7 +529,7 @@ class BoxEvaluator(ExprVisitor[Any]):
                   ) -> list[Any]:
         """The index of each dimension (int, int array or FULL), guards resolved: a skipped
         iteration leaves the live mask; an unguarded index out of range on an evaluated
-        iteration is a Fallback (the scalar engine reports it)."""
+        iteration is a Refused (the reference reports it)."""
         return self.resolved(self.index_values(items, active, storing)[0], active, shape)
 
     # ------------------------------------------------------------------ formula parts
@@ -558,7 +550,7 @@ class BoxEvaluator(ExprVisitor[Any]):
 def truth(flag: Any) -> Any:
     """A condition's value: True, False or a bool mask."""
     if flag is NULL:
-        raise Fallback("a null condition")
+        raise Refused("a null condition")
     if isinstance(flag, tuple):
         parts = [truth(f) for f in flag]
         if any(p is False for p in parts):
@@ -569,10 +561,10 @@ def truth(flag: Any) -> Any:
         return bool(flag)
     if isinstance(flag, np.ndarray):
         if flag.dtype != np.bool_:
-            raise Fallback("a condition that is not bool")
+            raise Refused("a condition that is not bool")
         return flag
     if not isinstance(flag, bool):
-        raise Fallback("a condition that is not bool")
+        raise Refused("a condition that is not bool")
     return flag
 
 

@@ -1,25 +1,15 @@
-"""The vector engine: runs a lowering plan (plan.py) with whole-array NumPy operations.
+"""The vector engine's runner: `run_vector` runs a lowering plan (plan.py) with whole-array
+NumPy operations, each formula box by box (docs/architecture.md, "The vector engine").
 
-It computes the function the scalar engine defines (scalar.py), formula by formula
-(docs/architecture.md, "The vector engine"). Its parts:
-
-- vector_space: the iteration space (one axis per index symbol, each index symbol's value an
-  `arange` broadcast along its axis), the boxes it is cut into, and what a formula is known to
-  need before it runs;
-- vector_eval: the value of an expression over a box (an `ExprVisitor`), with masks so that
-  every check is made only on the iterations the scalar engine would evaluate;
-- vector_access: tensor reads (strided views, gathers, guards, zero padding);
-- vector_store: writes (view assignment, reduction, contraction, scatter in iteration order);
-- this module: `run_vector`, which runs each formula box by box.
-
+It computes the function the reference defines (refinterp.lower.reference), formula by formula.
 A formula reading its own output (`:=` under a condition, as in argmax) runs its reduced axes
 one step at a time (outermost), vectorised over the output cells, which are independent.
 
-Anything it cannot do exactly — an error the scalar engine would report, an int that may leave
-int64, an iteration-order dependence it cannot prove harmless — raises `Fallback`, and that one
-formula runs on the scalar engine instead (never a wrong answer). Reals may differ from the
-scalar engine by summation order and the last place of transcendental functions; ints and bools
-are identical (docs/semantics.md, "Engines").
+Anything it cannot do exactly — an error the reference would report, an int that may leave
+int64, an iteration-order dependence it cannot prove harmless — raises `Refused`, and that one
+formula runs on the compiled engine instead (generated code, else the reference: never a wrong
+answer). Reals may differ from the reference by summation order and the last place of
+transcendental functions; ints and bools are identical (docs/semantics.md, "Engines").
 """
 
 from __future__ import annotations
@@ -31,26 +21,29 @@ from typing import Any
 import numpy as np
 
 from refinterp.language.invocation import OperatorInstance, TensorInfo
-from refinterp.lower.plan import (Formula, allocation_shape, derived, lowering_plan,
-                                  output_kind)
-from refinterp.lower.scalar import allocate_outputs, lowered_outputs, lowering_arrays, run_formula
-from refinterp.lower.vector_access import Inputs, Read
-from refinterp.lower.vector_eval import BoxEvaluator, Scope, truth
-from refinterp.lower.vector_space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, Box, Boxes,
-                                          Fallback, FormulaFacts, Mask, anywhere, both,
-                                          contraction_box, plan_boxes, scalar_axes)
-from refinterp.lower.vector_store import Stores
-from refinterp.numeric import array_rules as A
+from refinterp.lower.common import (Refused, allocate_outputs, facts_of, lowered_outputs,
+                                    lowering_arrays, lowering_plan)
+from refinterp.lower.compiled.runner import run_formula
+from refinterp.lower.plan import Formula, allocation_shape, output_kind
+from refinterp.lower.vector.access import Inputs, Read
+from refinterp.lower.vector.evaluation import BoxEvaluator, Scope, truth
+from refinterp.lower.vector.space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, Box, Boxes,
+                                          FormulaFacts, Mask, anywhere, both, contraction_box,
+                                          plan_boxes, scalar_axes, vector_facts)
+from refinterp.lower.vector.stores import Stores
 from refinterp.numeric import rules
 from refinterp.numeric.representation import NUMPY_DTYPES
 from refinterp.syntax import ast
 
-__all__ = ["DEFAULT_MAX_MEMORY", "Fallback", "FormulaReport", "VectorFormula", "run_vector"]
+__all__ = ["DEFAULT_MAX_MEMORY", "FormulaReport", "VectorFormula", "fresh_outputs",
+           "run_vector"]
+
+Fresh = dict[str, tuple[int, tuple[int, ...], Any]]  # output -> (first writer, shape, dtype)
 
 
 @dataclass
 class FormulaReport:
-    """How one formula ran: 'vector', or 'scalar' with the reason of the fallback."""
+    """How one formula ran: 'vector', or 'compiled' with the reason of the fallback."""
 
     formula: Formula
     engine: str
@@ -62,12 +55,11 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
                max_memory: int = DEFAULT_MAX_MEMORY,
                reports: list[FormulaReport] | None = None) -> dict[str, Any]:
     """Run the @lower block of `instance` vectorised; the same contract as
-    scalar.run_lowering. Each formula the vector engine cannot run exactly runs on the scalar
+    reference.run_reference. Each formula the vector engine refuses runs on the compiled
     engine; `reports` (if given) receives one FormulaReport per formula."""
     plan = lowering_plan(instance)
-    facts = derived(instance, "vector facts",
-                    lambda: tuple(FormulaFacts(f) for f in plan.formulas))
-    fresh = derived(instance, "vector fresh outputs", lambda: fresh_outputs(instance, facts))
+    facts = vector_facts(instance)
+    fresh = fresh_outputs(instance)
     if fresh and len(fresh) == len(instance.outputs):
         outputs = {name: np.empty(shape, dtype=dtype) for name, (_, shape, dtype)
                    in fresh.items()}
@@ -82,20 +74,28 @@ def run_vector(instance: OperatorInstance, inputs: dict[str, Any],
         try:
             runner.run()
             report = FormulaReport(formula, "vector")
-        except (Fallback, A.Deferred) as why:  # Deferred: a value with no array form
+        except Refused as why:
             if runner.saved is not None:  # some boxes were written before the fallback
                 _restore(arrays[formula.output], runner.saved)
             runner.initialise()
             run_formula(instance, formula, arrays, profile)
-            report = FormulaReport(formula, "scalar", why.reason)
+            report = FormulaReport(formula, "compiled", why.reason)
         runner.initialise()  # a fresh output the formula did not write entirely
         if reports is not None:
             reports.append(report)
     return lowered_outputs(instance, plan, arrays)  # a formula may adopt a new array
 
 
-def fresh_outputs(instance: OperatorInstance, facts: tuple[FormulaFacts, ...]
-                  ) -> dict[str, tuple[int, tuple[int, ...], Any]]:
+def fresh_outputs(instance: OperatorInstance) -> Fresh:
+    """`find_fresh_outputs`, found once and kept on the instance
+    (`common.InstanceFacts.fresh_outputs`)."""
+    facts = facts_of(instance)
+    if facts.fresh_outputs is None:
+        facts.fresh_outputs = find_fresh_outputs(instance, vector_facts(instance))
+    return facts.fresh_outputs
+
+
+def find_fresh_outputs(instance: OperatorInstance, facts: tuple[FormulaFacts, ...]) -> Fresh:
     """The outputs that need no zeros before the formulas run: output name -> (the number of
     the formula that first names it, its shape, its dtype). That formula assigns it (`=`, no
     condition, not a pack item, not reading its output) and no formula before it names it, so
@@ -106,7 +106,7 @@ def fresh_outputs(instance: OperatorInstance, facts: tuple[FormulaFacts, ...]
     then never writes its output twice (zeros, then values): for large outputs, the zeros cost
     a pass over memory."""
     plan = lowering_plan(instance)
-    found: dict[str, tuple[int, tuple[int, ...], Any]] = {}
+    found: Fresh = {}
     named: set[str] = set()
     for number, known in enumerate(facts):
         formula = known.formula
@@ -135,16 +135,11 @@ def _restore(target: Any, saved: Any) -> None:
         np.copyto(target, saved)
 
 
-class _NotAContraction(Exception):
-    """A box planned for a contraction (`contraction_box`) is not one after all: raised
-    before anything is written, so the formula is boxed again as any other."""
-
-
 class VectorFormula:
     """Runs one formula over its iteration space, box by box.
 
     `saved` is a copy of the output taken before the first of several boxes writes: when a
-    later box falls back, `run_vector` restores it before the scalar engine runs the formula.
+    later box refuses, `run_vector` restores it before the compiled engine runs the formula.
     `fresh`: the output was allocated without its zeros (`fresh_outputs`)."""
 
     def __init__(self, instance: OperatorInstance, facts: FormulaFacts, arrays: dict[str, Any],
@@ -169,27 +164,24 @@ class VectorFormula:
     def run(self) -> None:
         facts, formula = self.facts, self.formula
         if formula.counted is not None:
-            raise Fallback(f"it counts the dynamic extent '{formula.counted.name}'")
+            raise Refused(f"it counts the dynamic extent '{formula.counted.name}'")
         scalar = scalar_axes(facts, self.arrays)
         if facts.reads_output:
             steps = math.prod(facts.axes[a].size for a in scalar)
             total = math.prod(axis.size for axis in facts.axes)
             if steps and total // steps < MIN_CELLS_PER_STEP:
-                raise Fallback("too few output cells per sequential step")
+                raise Refused("too few output cells per sequential step")
         whole = contraction_box(facts, self.arrays, scalar, self.max_memory) \
             if self.kind == "real" else None
-        if whole is not None:
-            try:
-                self.run_boxes(whole, contraction_only=True)
-                return
-            except _NotAContraction:  # nothing written: box it as any formula
-                pass
+        if whole is not None and self.run_boxes(whole, contraction_only=True):
+            return
+        # (not a contraction after all, and nothing written: boxed as any formula)
         self.run_boxes(plan_boxes(facts, self.arrays, scalar, self.max_memory))
 
-    def run_boxes(self, boxes: Boxes, contraction_only: bool = False) -> None:
-        """Run the formula box by box. `contraction_only`: the boxes were planned for a
-        contraction (`contraction_box`); a box whose store turns out not to be one raises
-        `_NotAContraction` before writing anything."""
+    def run_boxes(self, boxes: Boxes, contraction_only: bool = False) -> bool:
+        """Run the formula box by box; True once done. `contraction_only`: the boxes were
+        planned for a contraction (`contraction_box`); a box whose store turns out not to be
+        one stops the run before writing anything, and the answer is False."""
         facts, formula = self.facts, self.formula
         if len(boxes.spans) > 1:
             self.initialise()  # the copy below must be of the zeros
@@ -198,16 +190,20 @@ class VectorFormula:
                         ("=", ":=") and not facts.reads_output, fresh=self.fresh)
         self.stores = stores
         if any(axis.size == 0 for axis in facts.axes):
-            return
+            return True
         if len(boxes.spans) > 1:  # a single box writes only once every check has passed
             target = self.arrays[formula.output]
             self.saved = [a.copy() for a in target] if isinstance(target, list) else \
                 target.copy()
         for spans in boxes.spans:
-            self.run_box(Box(formula, facts.axes, spans, boxes.sequential), stores,
-                         contraction_only)
+            if not self.run_box(Box(formula, facts.axes, spans, boxes.sequential), stores,
+                                contraction_only):
+                return False
+        return True
 
-    def run_box(self, box: Box, stores: Stores, contraction_only: bool = False) -> None:
+    def run_box(self, box: Box, stores: Stores, contraction_only: bool = False) -> bool:
+        """Run the formula over one box; False (nothing written) where `contraction_only`
+        and the store is not a contraction, else True."""
         f = self.formula
         ev = BoxEvaluator(self.scope, box)
         for local in f.locals:
@@ -216,7 +212,7 @@ class VectorFormula:
         if f.condition is not None:
             flag = truth(ev.visit(f.condition, None))
             if flag is False:
-                return
+                return True
             cond = None if flag is True else flag
         reads: list[Read] | None = None
         if f.op == "+=" and self.kind in ("int", "real"):
@@ -230,22 +226,22 @@ class VectorFormula:
         else:
             value = ev.visit(f.value, cond)
         if contraction_only and reads is None:
-            raise _NotAContraction()
+            return False
         item, target = self.output_target(ev, cond)
         raw = ev.index_values(f.access, cond, storing=True)[0]
         unguarded = both(box.live, cond)  # the iterations the store's guards may skip
         positions = ev.resolved(raw, cond, target.shape)
         valid = both(box.live, cond)
         if not anywhere(valid):
-            return
+            return True
         if reads is not None:
             out = stores.output_view(box, target, positions)
             if out is not None and stores.contract(box, out[0], out[1], reads, valid):
-                return
+                return True
             if contraction_only:
-                raise _NotAContraction()
+                return False
             if out is None and stores.add_by_taps(box, target, raw, reads, unguarded):
-                return
+                return True
             if any(read.padded for read in reads):
                 box.live = live
                 reads = [Read(ev.visit(node, cond)) for node in nodes]
@@ -255,6 +251,7 @@ class VectorFormula:
             for read in reads[1:]:
                 value = ev.numeric2("*", value, read.value, cond)
         stores.store(box, target, item, positions, value, valid)
+        return True
 
     def output_target(self, ev: BoxEvaluator, active: Mask) -> tuple[int | None, np.ndarray]:
         """The array the formula writes, with its pack item index for `ys[k][...]`."""
@@ -263,8 +260,8 @@ class VectorFormula:
             k = ev.visit(self.formula.item, active)
             if not isinstance(k, int) or isinstance(k, bool) or not isinstance(target, list) \
                     or not 0 <= k < len(target):
-                raise Fallback("a pack item index that is not a valid int")
+                raise Refused("a pack item index that is not a valid int")
             return k, target[k]
         if isinstance(target, list):
-            raise Fallback("a store into a whole pack of tensors")
+            raise Refused("a store into a whole pack of tensors")
         return None, target

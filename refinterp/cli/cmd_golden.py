@@ -9,19 +9,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from refinterp.cli.arguments import (MAX_JOBS, add_max_input_size, check_number,
-                                     max_input_size, parse_regex)
+from refinterp.cli.options import MAX_JOBS, add, check_number, max_input_size, parse_regex
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output
 from refinterp.core.diagnostics import Diagnostic
 
 
-def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_parser(commands: Any) -> None:
     """Register `golden` and its three subcommands."""
     golden = commands.add_parser("golden", help="build, verify and show golden fixtures")
     actions = golden.add_subparsers(dest="golden_command", metavar="ACTION", required=True,
                                     help="build, verify or show")
-    build = actions.add_parser("build", parents=[common],
-                               help="compute the cases of case tables into a suite folder")
+    build = actions.add_parser("build", help="compute the cases of case tables into a suite "
+                                             "folder")
+    add(build, "json")
     build.add_argument("tables", nargs="+", metavar="CASEFILE",
                        help="case tables (TOML, docs/golden.md)")
     build.add_argument("-o", "--output", required=True, metavar="DIR",
@@ -34,20 +34,22 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("--per-operator", type=int, metavar="N",
                        help="at most N cases per operator: error cases (up to 2) first, then "
                             "special values, then table order (the committed suite uses 7)")
-    verify = actions.add_parser("verify", parents=[common],
-                                help="check every hash of a suite and recompute every case")
+    verify = actions.add_parser("verify", help="check every hash of a suite and recompute "
+                                               "every case")
+    add(verify, "json")
     verify.add_argument("suite", metavar="DIR", help="a suite folder, or one case folder")
     verify.add_argument("-k", metavar="REGEX", dest="include",
                         help="only the cases whose id matches (searched)")
     verify.add_argument("--hashes-only", action="store_true",
                         help="check the hashes without recomputing")
-    add_max_input_size(verify)
-    show = actions.add_parser("show", parents=[common],
-                              help="print a case (manifest, model, every array) as text")
+    add(verify, "max_input_size")
+    show = actions.add_parser("show", help="print a case (manifest, model, every array) as "
+                                           "text")
+    add(show, "json")
     show.add_argument("case", metavar="CASE_DIR", help="a case folder (it holds case.json)")
 
 
-def cmd_golden(args: argparse.Namespace, out: Output) -> int:
+def run(args: argparse.Namespace, out: Output) -> int:
     """Dispatch to build, verify or show."""
     return {"build": _build, "verify": _verify, "show": _show}[args.golden_command](args, out)
 

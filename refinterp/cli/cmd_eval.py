@@ -1,0 +1,142 @@
+"""`refinterp eval`: run an operator or graph on input arrays; print a summary of its outputs
+and write the outputs, the inputs and parameters used, the state after the run, a golden case
+or a trace where asked."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from refinterp.cli.arrays import load_inputs, print_outputs, write_results
+from refinterp.cli.options import (RUNNING, add, limits, max_input_size, run_target)
+from refinterp.cli.output import Output, UsageError, progress_line
+from refinterp.core.diagnostics import Diagnostic
+
+
+def add_parser(commands: Any) -> None:
+    """Register `eval`."""
+    parser = commands.add_parser("eval", help="evaluate an operator or graph on input arrays")
+    add(parser, *RUNNING, "inputs", "input", "random")
+    parser.add_argument("--random-inputs", action="store_true",
+                        help="random values for every input not given whose declared shape "
+                             "is fixed")
+    add(parser, "seed", "output", "save_inputs")
+    parser.add_argument("--params", metavar="PARAMS.npz|DIR",
+                        help="variable values by scoped name (main.G.conv1.filter) or by name "
+                             "relative to the graph (conv1.filter); or a folder of .dat files; "
+                             "an entry that is no variable is an error")
+    parser.add_argument("--save-params", metavar="FILE.npz",
+                        help="write every variable the run read, before @update (with "
+                             "--save-inputs: what repeats the run)")
+    parser.add_argument("--random-params", action="store_true",
+                        help="random values for variables found nowhere else (see --seed)")
+    parser.add_argument("--write-params", metavar="DIR|FILE.npz",
+                        help="write every variable after the run: @update's new values, "
+                             "the others as read (.dat files or an .npz; for --params)")
+    parser.add_argument("--max-tensor-size", metavar="SIZE",
+                        help="the most bytes one tensor may take, checked before it is made "
+                             "(default 1G)")
+    add(parser, "max_input_size")
+    parser.add_argument("--max-lower-iterations", type=int, metavar="N",
+                        help="the most iterations one @lower formula may run, checked before "
+                             "it runs (default 1000000000)")
+    add(parser, "engine")
+    parser.add_argument("--max-memory", metavar="SIZE",
+                        help="the most memory the vector engine's temporaries may take at "
+                             "once (default 2G); larger iteration spaces run in chunks")
+    parser.add_argument("--save-case", metavar="DIR",
+                        help="freeze the run as a golden case folder (model, inputs, params, "
+                             "outputs, case.json; docs/golden.md)")
+    parser.add_argument("--case-class", default="reduction", metavar="CLASS",
+                        choices=["exact", "arithmetic", "transcendental", "reduction"],
+                        help="the tolerance class of a --save-case case (default reduction)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="write a deterministic text trace of the run: every invocation "
+                             "in order, every tensor's id, type, sha256 and statistics, a "
+                             "buffer plan (docs/trace.md); written also when the run fails")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print which engine ran each operator")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="every 5 s of a long run, name the operators running (default: "
+                             "when stderr is a terminal)")
+
+
+# the files eval writes: (destination, option, whether a folder is one)
+WRITTEN = (("output", "-o", False), ("save_inputs", "--save-inputs", False),
+           ("save_params", "--save-params", False), ("write_params", "--write-params", True),
+           ("save_case", "--save-case", True), ("trace", "--trace", False))
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    """Run an operator or graph on input arrays; print a summary of its outputs and write the
+    outputs, the inputs used and the parameters used where asked."""
+    from refinterp import api
+    from refinterp import io
+
+    if args.seed < 0:
+        raise UsageError(f"--seed: a seed is a non-negative int; got {args.seed}")
+    bounds = limits(args)
+    for name, what, folder_ok in WRITTEN:
+        if getattr(args, name):
+            io.check_writable(getattr(args, name), what, folder_ok=folder_ok)
+    target, values = run_target(args)
+
+    def fixed() -> dict:
+        return api.fixed_inputs(target, attributes=values, profile=args.profile, limits=bounds)
+
+    inputs = load_inputs(args, fixed, bounds)
+    params = io.read_params(args.params, max_tensor_size=bounds.max_tensor_size,
+                            max_input_size=max_input_size(args)) if args.params else None
+    hooks = api.Hooks(log=_engine_log(out) if args.verbose else None,
+                      progress=progress_line if _show_progress(args) else None)
+    evaluate = api.evaluate
+    if args.trace:  # the same run, its trace written to the file (also when it fails)
+        from functools import partial
+
+        from refinterp.trace import run_traced
+        evaluate = partial(run_traced, trace=args.trace)
+    run = evaluate(target, inputs=inputs, attributes=values, params=params,
+                   random_params=args.random_params, seed=args.seed,
+                   generics=tuple(args.generic), profile=args.profile, engine=args.engine,
+                   limits=bounds, hooks=hooks)
+    outputs = io.flatten_packs(run.outputs)
+    write_results(args, outputs, run)
+    if args.save_params:
+        io.write_arrays(args.save_params, run.params, "--save-params")
+    if args.write_params:
+        io.write_params(args.write_params, run.state, "--write-params")
+    if args.save_case:
+        _save_case(args, target, run)
+    return print_outputs(out, outputs, {"operator": run.operator, "profile": run.profile,
+                                        "engine": run.engine})
+
+
+def _save_case(args: argparse.Namespace, target: Any, run: Any) -> None:
+    """--save-case DIR: the run as a golden case of kind "model" (a standard operator run by
+    --op MODULE.OP has no model file: it is written as an operator case's graph)."""
+    from refinterp import golden
+
+    if args.file is None or args.op is not None:
+        raise UsageError("--save-case needs a model FILE|DIR and its default graph "
+                         "(to freeze a standard operator, write a case table)")
+    import shlex
+
+    folder = Path(args.save_case)
+    command = "refinterp " + " ".join(shlex.quote(a) for a in args.argv)
+    golden.write_model_case(folder, target.program.path, run.inputs, run.params, args.profile,
+                            args.case_class, folder.name, command)
+
+
+def _engine_log(out: Output) -> Callable[[Any, str], None]:
+    """--verbose: one note per operator run by @lower, naming the engine that ran it."""
+    def log(instance: Any, engine: str) -> None:
+        definition = instance.definition
+        out.diagnostic(Diagnostic(f"engine: {definition.name} ({definition.span}): {engine}",
+                                  severity="note"))
+    return log
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    return args.progress if args.progress is not None else sys.stderr.isatty()
