@@ -39,7 +39,7 @@ import numpy as np
 from refinterp.numeric import rules
 from refinterp.numeric.representation import (canonical, check_pack_length, check_tensor_size,
                                               format_bytes, kind_of, tensor_bytes)
-from refinterp.language.invocation import tensor_info
+from refinterp.language.invocation import tensor_type
 from refinterp.run.abstract import Undetermined, abstract_tensor
 from refinterp.run.compose import Executor
 from refinterp.run.hooks import Hooks
@@ -52,13 +52,12 @@ from refinterp.run.locate import declaration_span
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
                                         did_you_mean)
-from refinterp.language.instance import (Invocation, TensorInfo, describe_type, fixed_input_types,
+from refinterp.language.instance import (Invocation, TensorType, describe_type, fixed_input_types,
                                          instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_NAMES, make_engine
-from refinterp.language.modules import (STDLIB_DIR, LoadedModule, Loader, find_operator,
-                                        stdlib_module_files,
+from refinterp.language.modules import (STDLIB_DIR, LoadedModule, LoadedProgram, Loader,
+                                        find_operator, stdlib_module_files,
                                         unknown_operator_notes)
-from refinterp.language.modules import Program as _LoadedProgram
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
 from refinterp.language.values import NULL, Value
@@ -68,7 +67,6 @@ if TYPE_CHECKING:
     from refinterp.signature import OperatorSignature
 
 Error = Diagnostic
-TensorType = TensorInfo
 PROFILES = tuple(rules.PROFILES)
 ENGINES = ENGINE_NAMES
 
@@ -85,7 +83,7 @@ __all__ = ["Error", "TensorType", "Program", "Target", "Shapes", "Run", "Limits"
 class Program:
     """A loaded SkriptND program: its main module and everything it imports."""
 
-    loaded: _LoadedProgram
+    loaded: LoadedProgram
     # the `shapes` checks of its graphs that `evaluate` made before running them with params,
     # by what they depend on (docs/api.md "Variables"): kept with the program they are about
     checks: BoundedCache[Shapes] = field(default_factory=lambda: BoundedCache(8), repr=False,
@@ -157,7 +155,7 @@ def __getattr__(name: str) -> Any:
 _CACHE: BoundedCache[tuple[Program, tuple]] = BoundedCache(64)  # recently loaded programs
 
 
-def _stamps(program: _LoadedProgram) -> tuple:
+def _stamps(program: LoadedProgram) -> tuple:
     """(path, modification time, size) of every file of a program: a cached program is reused
     only while none of its files changed."""
     stamps = []
@@ -351,23 +349,23 @@ def _profile(name: str) -> rules.Profile:
     return rules.PROFILES[name]
 
 
-def _input_types(inputs: Mapping[str, Any], limits: Limits) -> dict[str, TensorInfo | tuple]:
+def _input_types(inputs: Mapping[str, Any], limits: Limits) -> dict[str, TensorType | tuple]:
     """TensorTypes of inputs given as TensorTypes or arrays (a pack as a list or tuple, within
     the pack length limit)."""
-    def info(name: str, value: Any) -> TensorInfo | tuple:
-        if isinstance(value, TensorInfo):
+    def input_type(name: str, value: Any) -> TensorType | tuple:
+        if isinstance(value, TensorType):
             return value
         if isinstance(value, (list, tuple)):
             check_pack_length(len(value), limits.max_pack_length, f"input '{name}'")
-            return tuple(info(name, v) for v in value)
-        return tensor_info(np.asarray(value))
-    return {name: info(name, value) for name, value in inputs.items()}
+            return tuple(input_type(name, v) for v in value)
+        return tensor_type(np.asarray(value))
+    return {name: input_type(name, value) for name, value in inputs.items()}
 
 
 def fixed_inputs(target: Target | Program | str | Path, *, op: str | None = None,
                  attributes: Mapping[str, Any] | None = None, profile: str = "spec",
                  stdlib: str | Path | None = None,
-                 limits: Limits | None = None) -> dict[str, TensorInfo]:
+                 limits: Limits | None = None) -> dict[str, TensorType]:
     """The types of the inputs whose declared shapes are fixed by literals and attributes (a
     graph's `input: real[1, 3, 224, 224]`): what `shapes` assumes for inputs not given, and
     what `eval --random NAME` draws. With `limits`, a type above its tensor size or pack
@@ -390,11 +388,11 @@ class Shapes:
     outputs are the declared ones). `variables`: the scoped names and types of the variables
     reached."""
 
-    outputs: dict[str, TensorInfo | tuple]
+    outputs: dict[str, TensorType | tuple]
     symbols: dict[str, Value]
     checked: bool = True
     stopped: str | None = None
-    variables: dict[str, TensorInfo] = field(default_factory=dict)
+    variables: dict[str, TensorType] = field(default_factory=dict)
     quantization: list[Any] = field(default_factory=list)  # with quant=True: QuantEntry list
 
 
@@ -441,7 +439,7 @@ def _check(target: Target, values: dict[str, Value], inputs: Mapping[str, Any],
     try:
         arrays = {name: abstract_tensor(info, f"input '{name}'") for name, info in given.items()}
         outputs = executor.run(definition, module, invocation, arrays)
-        result.outputs = {name: tensor_info(value) for name, value in outputs.items()}
+        result.outputs = {name: tensor_type(value) for name, value in outputs.items()}
     except Undetermined as stop:
         result.checked = False
         result.stopped = stop.reason + (f" ({stop.span})" if stop.span is not None else "")
@@ -518,7 +516,7 @@ def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
                                    for k, v in (params or {}).items()},
                            folder=None if program.main.library else program.path.parent,
                            random=random_params, seed=seed)
-    invocation = Invocation(values, {k: tensor_info(v) for k, v in arrays.items()},
+    invocation = Invocation(values, {k: tensor_type(v) for k, v in arrays.items()},
                             tuple(generics), active)
     if store.arrays and definition.block("compose") is not None:
         _check_param_names(found, store, values, arrays, generics, active, limits, work)
@@ -575,7 +573,7 @@ def _check_param_names(target: Target, store: ParameterStore, values: dict, arra
     check's result depends only on the program and what instantiates the graph, so a second
     run of the same graph alike (a benchmark, a harness rerun) reuses it (`Program.checks`)."""
     from refinterp.language.instance import invocation_key
-    inputs = {k: tensor_info(v) for k, v in arrays.items()}
+    inputs = {k: tensor_type(v) for k, v in arrays.items()}
     key = invocation_key(Invocation(values, inputs, tuple(generics), active))
     if key is not None:  # the time left differs from run to run; the check is the same
         key = (target.name, key, replace(limits, timeout=None))
@@ -637,7 +635,7 @@ def _check_seed(seed: int) -> None:
         raise ArgumentDiagnostic(f"a seed is a non-negative int; got {seed!r}")
 
 
-def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
+def random_inputs(types: Mapping[str, TensorType | tuple], seed: int = 0, *,
                   limits: Limits = Limits()) -> dict[str, Any]:
     """Random arrays for input types (a pack as a tuple of types gives a list of arrays):
     real N(0, 1), int uniform in [0, 10), bool with probability 1/2; reproducible from `seed`
@@ -648,7 +646,7 @@ def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
         limits.check_tensor(info, f"input '{name}'")
     rng = np.random.default_rng(seed)
 
-    def draw(info: TensorInfo | tuple) -> Any:
+    def draw(info: TensorType | tuple) -> Any:
         if isinstance(info, tuple):
             return [draw(i) for i in info]
         shape = tuple(info.shape or ())
@@ -664,7 +662,7 @@ def random_inputs(types: Mapping[str, TensorInfo | tuple], seed: int = 0, *,
         raise ArgumentDiagnostic(f"no random values of type '{info.dtype}'; the types are "
                                  f"real, int and bool")
 
-    def drawn(name: str, info: TensorInfo | tuple) -> Any:
+    def drawn(name: str, info: TensorType | tuple) -> Any:
         try:
             return draw(info)
         except MemoryError:

@@ -48,8 +48,9 @@ from refinterp.core.diagnostics import Diagnostic, FileDiagnostic
 from refinterp.core.files import (open_regular, output_target, read_text, safe_component,
                                   write_bytes)
 from refinterp.core.source import SourceFile, Span
-from refinterp.numeric.representation import (INT64_MAX, MAX_TENSOR_SIZE, canonical,
-                                              check_tensor_size, format_bytes, kind_of)
+from refinterp.numeric.representation import (INT64_MAX, MAX_RANK, MAX_TENSOR_SIZE,
+                                              canonical, check_tensor_size, format_bytes,
+                                              kind_of)
 from refinterp.numeric.tensorfile import read_tensor, write_tensor
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -65,7 +66,6 @@ MAX_INPUT_SIZE = 4 * 2**30
 MAX_ARCHIVE_MEMBERS = 100_000  # members of one .npz archive, .dat files of one folder
 MAX_DIRECTORY_SIZE = 64 * 2**20  # bytes of an .npz archive's central directory
 MAX_NPY_HEADER = 10_000  # bytes of an .npy header (numpy's own limit)
-MAX_RANK = 64  # dimensions of an array (NumPy's)
 MAX_JSON_BYTES = 256 * 2**20  # a manifest or report larger than this is no manifest
 
 

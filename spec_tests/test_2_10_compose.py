@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refinterp.language.invocation import tensor_info
+from refinterp.language.invocation import tensor_type
 from refinterp.run.compose import Executor
 from refinterp.run.limits import Limits
 from refinterp.core.diagnostics import Diagnostic
@@ -73,7 +73,7 @@ def run(tmp_path: Path, text: str, name: str, inputs: dict, attributes: dict | N
     path.write_text(OPS + text)
     program = Loader().load(path)
     definition = next(d for d in program.main.tree.definitions if d.name == name)
-    invocation = Invocation(attributes or {}, {k: tensor_info(v) for k, v in inputs.items()})
+    invocation = Invocation(attributes or {}, {k: tensor_type(v) for k, v in inputs.items()})
     return Executor(program).run(definition, program.main, invocation, inputs)
 
 
@@ -236,7 +236,7 @@ def test_iteration_limit_is_a_diagnostic(tmp_path: Path) -> None:
     program = Loader().load(path)
     definition = next(d for d in program.main.tree.definitions if d.name == "count_up")
     inputs = {"k": np.array(50)}
-    invocation = Invocation({}, {"k": tensor_info(inputs["k"])})
+    invocation = Invocation({}, {"k": tensor_type(inputs["k"])})
     with pytest.raises(Diagnostic, match="ran 10 iterations"):
         Executor(program, limits=Limits(max_iterations=10)).run(definition, program.main,
                                                                 invocation, inputs)

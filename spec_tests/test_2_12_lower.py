@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.language.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, TensorType, instantiate
 from refinterp.lower.reference import run_reference
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
+from testsupport.spec_programs import MATMUL_Z
 
 rng = np.random.default_rng(7)
 
@@ -23,7 +24,7 @@ def run(text: str, inputs: dict, attributes: dict | None = None, name: str | Non
         if isinstance(value, list):
             return tuple(info(v) for v in value)
         kind = "real" if value.dtype.kind == "f" else "int" if value.dtype.kind in "iu" else "bool"
-        return TensorInfo(kind, value.shape)
+        return TensorType(kind, value.shape)
 
     instance = instantiate(definition, Invocation(attributes or {},
                                                   {k: info(v) for k, v in inputs.items()}))
@@ -34,15 +35,6 @@ MATMUL = """operator matmul {
   @input { A: real[m,k]; B: real[k,n]; }
   @output { C: real[m,n]; }
   @lower { C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n; }
-}"""
-
-MATMUL_Z = """operator matmul {
-  @input { A: real[m,k]; B: real[k,n]; Z: optional real[m,n]; }
-  @output { C: real[m,n]; }
-  @lower {
-     C[i,j] = Z[i,j] ?? 0.0, i < m, j < n;
-     C[i,j] += A[i,l] * B[l,j], i < m, l < k, j < n;
-  }
 }"""
 
 

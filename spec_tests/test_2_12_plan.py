@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from refinterp.language.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, TensorType, instantiate
 from refinterp.lower.plan import LoweringDiagnostic, plan_lowering
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
 
-from .test_2_12_lower import MATMUL_Z
+from testsupport.spec_programs import MATMUL_Z
 
 # §2.12's matmul with the optional initial value Z (shared with the engine tests).
 MATMUL = MATMUL_Z
@@ -20,8 +20,8 @@ def plan(text: str, inputs: dict, attributes: dict | None = None):
     return plan_lowering(instantiate(definition, Invocation(attributes or {}, inputs)))
 
 
-def real(*shape: int) -> TensorInfo:
-    return TensorInfo("real", shape)
+def real(*shape: int) -> TensorType:
+    return TensorType("real", shape)
 
 
 def test_matmul_plan_loops_in_declaration_order() -> None:

@@ -6,14 +6,14 @@ import pytest
 
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_expression
-from refinterp.language.types import Scope, Type, TypeDiagnostic, check_expr
+from refinterp.language.types import Type, TypeDiagnostic, TypeScope, check_expr
 
-from .exprtools import ev, ev_error, optional
+from testsupport.exprtools import ev, ev_error, optional
 
 
 def type_of(text: str, **symbols: Type) -> Type:
     expr = parse_expression(SourceFile("<t>", text))
-    return check_expr(expr, Scope(dict(symbols)))[id(expr)]
+    return check_expr(expr, TypeScope(dict(symbols)))[id(expr)]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -87,11 +87,11 @@ def test_generic_types_restrict_operations() -> None:
     # §2.13: "a parameter of type num can only participate in expressions valid for numeric
     # types"; arith additionally allows bool but not arithmetic.
     expr = parse_expression(SourceFile("<t>", "a + a"))
-    check_expr(expr, Scope({"a": Type("T")}, {"T": "num"}))
+    check_expr(expr, TypeScope({"a": Type("T")}, {"T": "num"}))
     with pytest.raises(TypeDiagnostic):
-        check_expr(expr, Scope({"a": Type("T")}, {"T": "arith"}))
+        check_expr(expr, TypeScope({"a": Type("T")}, {"T": "arith"}))
     cast = parse_expression(SourceFile("<t>", "T(1)"))
-    assert check_expr(cast, Scope({}, {"T": "num"}))[id(cast)] == Type("T")
+    assert check_expr(cast, TypeScope({}, {"T": "num"}))[id(cast)] == Type("T")
 
 
 def test_values_have_the_types_of_section_2_3() -> None:

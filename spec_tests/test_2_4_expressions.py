@@ -14,7 +14,7 @@ from refinterp.numeric.rules import INT_NEG_INF, INT_POS_INF
 from refinterp.language.types import Type
 from refinterp.language.values import TensorValue
 
-from .exprtools import NULL, ev, ev_error, optional
+from testsupport.exprtools import NULL, ev, ev_error, optional
 
 INTS = Type("int", packed=True)
 
@@ -373,11 +373,11 @@ SELECT_PACKS = ("§2.4 Select operator: \"One or more arguments may also be pack
 
 def select_type(text: str, **symbols: Type) -> Type:
     from refinterp.core.source import SourceFile
-    from refinterp.language.types import Scope, check_expr
+    from refinterp.language.types import TypeScope, check_expr
     from refinterp.syntax import parse_expression
 
     node = parse_expression(SourceFile("<t>", text))
-    return check_expr(node, Scope(dict(symbols)))[id(node)]
+    return check_expr(node, TypeScope(dict(symbols)))[id(node)]
 
 
 def test_select_with_a_single_condition_and_one_pack_branch_is_a_pack() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from refinterp.core.diagnostics import Diagnostic
-from refinterp.language.instance import Invocation, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, TensorType, instantiate
 from refinterp.language.modules import Loader
 from refinterp.core.source import SourceFile
 from refinterp.syntax import parse_module
@@ -25,8 +25,8 @@ def corpus_op(file: str, name: str):
     return next(d for d in tree.definitions if d.name == name)
 
 
-def real(*shape: int) -> TensorInfo:
-    return TensorInfo("real", shape)
+def real(*shape: int) -> TensorType:
+    return TensorType("real", shape)
 
 
 def run(definition, attributes=None, inputs=None, generics=()):
@@ -48,7 +48,7 @@ def test_conv_same_padding_by_default() -> None:
     # §4.4.1 conv: without `padding`, paddings = ((ix / stride) - 1) * stride + fd - ix, so the
     # output keeps the spatial size for stride 1: 8 -> 8 with a 3x3 filter.
     inst = run(corpus_op(*CONV), inputs={"input": real(1, 3, 8, 8), "filter": real(4, 3, 3, 3)})
-    assert inst.outputs["output"] == TensorInfo("real", (1, 4, 8, 8), (None,) * 4)
+    assert inst.outputs["output"] == TensorType("real", (1, 4, 8, 8), (None,) * 4)
     assert inst.symbols["d"] == 2 and inst.symbols["stride"] == (1, 1)  # uniform expansion
 
 
@@ -203,14 +203,14 @@ def test_dynamic_output_agreement_symbol() -> None:
     # §2.6: `y: real[s|k,m]; z: real[s|k,m];` — s names a dynamic extent shared by outputs.
     inst = run(corpus_op("2_6_operator_inputs_and_outputs_11.sknd",
                          "example_dynamic_output_agreement"), {"k": 4}, {"x": real(2, 3)})
-    assert inst.outputs["y"] == inst.outputs["z"] == TensorInfo("real", (None, 3), (4, None))
+    assert inst.outputs["y"] == inst.outputs["z"] == TensorType("real", (None, 3), (4, None))
 
 
 def test_dynamic_output_extents_carry_their_bound() -> None:
     definition = op("operator f { @attrib { k: int; } @input { x: real[n, m]; } "
                     "@output { y: real[~|k, m]; } }")
     inst = run(definition, {"k": 5}, {"x": real(3, 4)})
-    assert inst.outputs["y"] == TensorInfo("real", (None, 4), (5, None))
+    assert inst.outputs["y"] == TensorType("real", (None, 4), (5, None))
 
 
 # ----------------------------------------------------------------------------- §2.7 constants
@@ -221,7 +221,7 @@ def test_constants() -> None:
                     "c: real[n] = 0.5; l: int[2, 2] = [1, 2, 3, 4]; } }")
     inst = run(definition, {"n": 2})
     assert inst.constants["I"][1] == (1.0, 0.0, 0.0, 1.0)
-    assert inst.constants["c"] == (TensorInfo("real", (2,), (None,)), 0.5)
+    assert inst.constants["c"] == (TensorType("real", (2,), (None,)), 0.5)
     assert inst.constants["l"][1] == (1, 2, 3, 4)
 
 
@@ -232,20 +232,20 @@ GENERIC = "operator f { @dtype { T: num; U: type = real; } @input { x: T[n]; } "
 
 
 def test_generics_deduced_defaulted_and_explicit() -> None:
-    inst = run(op(GENERIC), inputs={"x": TensorInfo("int", (3,))})
+    inst = run(op(GENERIC), inputs={"x": TensorType("int", (3,))})
     assert inst.dtypes == {"T": "int", "U": "real"}
     assert inst.outputs["y"].dtype == "int" and inst.outputs["z"].dtype == "real"
     explicit = run(op(GENERIC), inputs={"x": real(3)}, generics=("real", "bool"))
     assert explicit.outputs["z"].dtype == "bool"
     assert "T is real from the explicit type argument but int" in fails(
-        op(GENERIC), inputs={"x": TensorInfo("int", (3,))}, generics=("real",)).message
+        op(GENERIC), inputs={"x": TensorType("int", (3,))}, generics=("real",)).message
     assert "T: num cannot be bool" in fails(
-        op(GENERIC), inputs={"x": TensorInfo("bool", (3,))}).message
+        op(GENERIC), inputs={"x": TensorType("bool", (3,))}).message
 
 
 def test_scatter_nd_binding_reuses_bound_pack_lengths() -> None:
     definition = corpus_op("4_1_6_data_indexing_operators_05.sknd", "scatter_nd")
-    inst = run(definition, inputs={"data": real(4, 5, 6), "indices": TensorInfo("int", (3, 2)),
+    inst = run(definition, inputs={"data": real(4, 5, 6), "indices": TensorType("int", (3, 2)),
                                    "updates": real(3, 6)})
     assert inst.outputs["output"].shape == (4, 5, 6)
     assert (inst.symbols["d"], inst.symbols["z"], inst.symbols["t"]) == (2, (3,), (6,))
@@ -317,6 +317,6 @@ def test_inputs_with_defaults() -> None:
     given = {"X": real(5, 2, 3), "W": real(16, 3), "R": real(16, 4), "B": real(16)}
     inst = run(definition, inputs=given)
     assert inst.outputs["hN"].shape == (2, 4) and inst.symbols["h0"].shape == (2, 4)
-    assert inst.outputs["Y"] == TensorInfo("real", (None, 2, 4), (5, None, None))
+    assert inst.outputs["Y"] == TensorType("real", (None, 2, 4), (5, None, None))
     assert "'n' is 4 from input 'W'" in fails(definition, inputs={**given, "h0": real(2, 5)}) \
         .message

@@ -27,7 +27,7 @@ from refinterp import api
 from refinterp.core.diagnostics import BindingDiagnostic, Diagnostic
 from refinterp.core.source import SourceFile
 from refinterp.language.binding import definition_order
-from refinterp.language.instance import (Invocation, TensorInfo, fixed_input_types,
+from refinterp.language.instance import (Invocation, TensorType, fixed_input_types,
                                          instantiate)
 from refinterp.language.types import Type
 from refinterp.language.values import NULL
@@ -49,8 +49,8 @@ def fails(definition, attributes=None, inputs=None, profile=SPEC) -> Diagnostic:
     return info.value
 
 
-def real(*shape: int) -> TensorInfo:
-    return TensorInfo("real", shape)
+def real(*shape: int) -> TensorType:
+    return TensorType("real", shape)
 
 
 OPTIONAL_INT = Type("int", optional=True)
@@ -122,10 +122,10 @@ def test_outputs_omit_absent_items_and_null_extents() -> None:
                     "@output { y: real[~|s..(?steps), s..(!?steps), n]; "
                     "z: real[1 ..(?steps), n, (?steps ? s)]; } }")
     static = run(definition, inputs={"x": real(3, 2)})
-    assert static.outputs["y"] == TensorInfo("real", (3, 2))
+    assert static.outputs["y"] == TensorType("real", (3, 2))
     assert static.outputs["z"].shape == (2,)  # `1 ..(false)` absent, `?steps ? s` null
-    dynamic = run(definition, inputs={"x": real(3, 2), "steps": TensorInfo("int", (2,))})
-    assert dynamic.outputs["y"] == TensorInfo("real", (None, 2), (3, None))
+    dynamic = run(definition, inputs={"x": real(3, 2), "steps": TensorType("int", (2,))})
+    assert dynamic.outputs["y"] == TensorType("real", (None, 2), (3, None))
     assert dynamic.outputs["z"].shape == (1, 2, 3)
 
 
@@ -233,8 +233,8 @@ def test_fixed_input_types_follow_the_conditions() -> None:
     # a graph input whose shape literals and attributes decide: `3 ..(wide)` is absent or one
     definition = op("operator g { @attrib { wide: bool = false; } "
                     "@input { x: real[4, 3 ..(wide)]; } }")
-    assert fixed_input_types(definition, {})["x"] == TensorInfo("real", (4,))
-    assert fixed_input_types(definition, {"wide": True})["x"] == TensorInfo("real", (4, 3))
+    assert fixed_input_types(definition, {})["x"] == TensorType("real", (4,))
+    assert fixed_input_types(definition, {"wide": True})["x"] == TensorType("real", (4, 3))
 
 
 TYPED = """import layout;

@@ -1,4 +1,4 @@
-"""Deliberately faulty back ends for the harness tests (tests/test_harness.py): each is
+"""Deliberately faulty back ends for the harness tests (tests/harness/test_harness.py): each is
 refinterp itself with one defect, so that the harness must catch, classify and explain it.
 
 As Python back ends they are named `testsupport.faulty_backends:<Class>`; as a command back end

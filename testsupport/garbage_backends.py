@@ -2,7 +2,7 @@
 is refinterp itself with its real outputs changed in one systematic way. A verdict is sound when
 every case whose real outputs such a back end changed beyond float32 precision fails
 (`changed_beyond_float32`), and the harness's tolerances are judged by how many such cases pass
-(`tools/garbage_backends.py` counts them; tests/test_garbage_backends.py requires none).
+(`tools/garbage_backends.py` counts them; tests/harness/test_garbage_backends.py requires none).
 
 Named as Python back ends `testsupport.garbage_backends:<Class>`.
 """

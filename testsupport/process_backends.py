@@ -1,4 +1,4 @@
-"""Python back ends that misbehave as processes, for tests/test_backend_processes.py: each is
+"""Python back ends that misbehave as processes, for tests/harness/test_backend_processes.py: each is
 refinterp itself (`faulty_backends.Faulty`) until the case whose id contains `TRIGGER`, where
 it hangs, exits, crashes or leaves a process behind. Named
 `testsupport.process_backends:<Class>`.

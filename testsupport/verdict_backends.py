@@ -1,4 +1,4 @@
-"""Back ends for tests/test_harness_verdicts.py: ones that try to fool the harness (writing
+"""Back ends for tests/harness/test_harness_verdicts.py: ones that try to fool the harness (writing
 into the case they were given), ones that answer in narrow dtypes (float16, bfloat16), and
 one that dies on error cases. Each is refinterp itself (`faulty_backends.Faulty`) plus its
 twist.

@@ -22,8 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from refinterp.language.instance import Invocation, TensorInfo, instantiate  # noqa: E402
-from refinterp.lower.compiled.runner import run_compiled  # noqa: E402
+from refinterp.language.instance import Invocation, TensorType, instantiate  # noqa: E402
+from refinterp.lower.compiled.engine import run_compiled  # noqa: E402
 from refinterp.core.source import SourceFile  # noqa: E402
 from refinterp.syntax import parse_module  # noqa: E402
 
@@ -46,7 +46,7 @@ CONV = """operator conv {
 def engine(text: str, inputs: dict):
     """A function running the compiled engine on `inputs` (parsed and instantiated once)."""
     definition = parse_module(SourceFile("<bench>", text)).module.definitions[0]
-    infos = {k: TensorInfo("real", v.shape) for k, v in inputs.items()}
+    infos = {k: TensorType("real", v.shape) for k, v in inputs.items()}
     instance = instantiate(definition, Invocation({}, infos))
     return lambda: run_compiled(instance, inputs)
 

@@ -998,7 +998,7 @@ def gen_table(rng: random.Random, material: Material) -> Case:
 def base_report(suite: str = "golden") -> dict[str, Any]:
     """A small `check --json` report made by the harness itself (fixed content)."""
     from refinterp.harness.report import report_json
-    from refinterp.harness.runner import Result
+    from refinterp.harness.suite_run import Result
 
     results = [Result("math.add/broadcast", "pass", seconds=0.01, operator="math.add",
                       module="math", attributes={"x": 1}),

@@ -1,9 +1,9 @@
 """JAX (XLA) as a harness back end on the Nx contract: each `nx.<op>` case run with
 `jax.lax` / `jax.numpy` / `jax.extend.random` on the CPU, 64-bit enabled (float64 / int64 /
-bool) (docs/backends.md, "JAX (XLA) on the Nx contract"). `Backend` (`jax`) dispatches
-each JAX call eagerly (one XLA computation per call); `JitBackend` compiles each case's whole
-translation with `jax.jit` (the two differ only where eager dispatch skips a check, see the
-docs).
+bool) (docs/backends.md, "JAX (XLA) on the Nx contract"). `JaxBackend` (`jax`) dispatches
+each JAX call eagerly (one XLA computation per call); `JaxJitBackend` (`jax-jit`) compiles each
+case's whole translation with `jax.jit` (the two differ only where eager dispatch skips a
+check, see the docs).
 
 The translations live in `jax_math` (element-wise, reductions, scans, sort), `jax_layout`
 (creation, movement, cast, gather / scatter, unfold / fold, threefry) and `jax_linalg`
@@ -45,7 +45,7 @@ def _load() -> Any:
     return TABLE
 
 
-class Backend:
+class JaxBackend:
     """The harness back end `jax` (entry point `refinterp.backends`): every JAX call of a
     translation dispatched eagerly (`jit = False`)."""
 
@@ -67,12 +67,17 @@ class Backend:
         return _Runner(case, function, outputs, self.jit)
 
 
-class JitBackend(Backend):
+class JaxJitBackend(JaxBackend):
     """The same translations, each compiled whole by `jax.jit` (one XLA computation per
-    case, attributes static): `--backend refinterp.backends.jax:JitBackend`."""
+    case, attributes static): `--backend jax-jit`."""
 
     name = "jax:jit"
     jit = True
+
+
+# accepted back-end specs of earlier releases (refinterp.backends.jax:Backend, :JitBackend)
+Backend = JaxBackend
+JitBackend = JaxJitBackend
 
 
 class _Runner:

@@ -4,7 +4,7 @@ A translation takes a `Call` (the case's attributes, generics and input arrays, 
 arrays) and returns the operator's outputs as JAX arrays (a tuple for several outputs), in
 the order of the names given to `translation(...)`. It raises `Unsupported` for an attribute
 value JAX cannot express; it never approximates one. Imported only once jax is importable and
-64-bit types are enabled (from `Backend.prepare`).
+64-bit types are enabled (from `JaxBackend.prepare`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ and phases of eigenpairs) are brought to the contract's canonical form (docs/nx.
 where the contract is silent") after JAX computes them: the contract leaves them free, so any
 back end's result is compared modulo that freedom. The rule is applied to JAX's own values
 (which entry has the largest magnitude is decided by JAX's numbers). Without that step the
-raw LAPACK signs differ (tests/test_backend_jax.py pins one such case by hand).
+raw LAPACK signs differ (tests/backends/test_backend_jax.py pins one such case by hand).
 """
 
 from __future__ import annotations

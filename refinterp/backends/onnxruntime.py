@@ -95,7 +95,7 @@ class Runner:
                 for (key, _), value in zip(self.builder.outputs, self.values or [])}
 
 
-class Backend:
+class OnnxRuntimeBackend:
     """The ONNX Runtime back end (`refinterp check SUITE --backend onnxruntime`)."""
 
     name = "onnxruntime"
@@ -152,3 +152,7 @@ class Backend:
             return runner
         assert last is not None
         raise last
+
+
+# accepted back-end spec of earlier releases (refinterp.backends.onnxruntime:Backend)
+Backend = OnnxRuntimeBackend

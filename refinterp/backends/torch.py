@@ -35,7 +35,7 @@ def _load() -> Any:
     return TABLE
 
 
-class Backend:
+class TorchBackend:
     """The harness back end `torch` (entry point `refinterp.backends`)."""
 
     name = "torch"
@@ -52,6 +52,10 @@ class Backend:
             raise Unsupported(f"no torch translation of {case.operator}")
         function, outputs = table[case.operator]
         return _Runner(case, function, outputs)
+
+
+# accepted back-end spec of earlier releases (refinterp.backends.torch:Backend)
+Backend = TorchBackend
 
 
 class _Runner:

@@ -3,7 +3,8 @@
 A translation takes a `Call` (the case's attributes, generics and input tensors) and returns
 the operator's outputs as torch tensors (a pack as a list), in the order of the names given to
 `translation(...)`. It raises `Unsupported` for any attribute value torch cannot express; it
-never approximates one. Imported only once torch is importable (from `Backend.prepare`).
+never approximates one. Imported only once torch is importable (from
+`TorchBackend.prepare`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 commands share and the parsing of option values are in `options`, the input arrays and output
 summaries of a run (eval, einsum) in `arrays`, and where output goes in `output`. `main`
 builds the parser from the command modules (`COMMANDS`, each imported only when needed).
-No SkriptND semantics live here: of refinterp, the package imports `api`, `io`,
+No SkriptND semantics live here. May import: of refinterp, `api`, `io`,
 `core.diagnostics`, `core.files` and `language.values`, and the front doors of `golden`,
-`harness`, `trace` and `einsum` (tests/test_cli_surface.py). Within it, imports point one
+`harness`, `trace` and `einsum` (tests/cli/test_cli_surface.py). Within it, imports point one
 way: `__init__` -> `cmd_*` -> `arrays` -> `options` -> `output`.
 
 Exit status: 0 success, 1 a diagnostic about the user's input (running out of memory

@@ -195,10 +195,10 @@ def _interrupted(args: argparse.Namespace, out: Output, stop: Any, finished: lis
                  expectations: list[Any], backend: str) -> int:
     """SIGINT / SIGTERM: the back ends' processes are stopped by now; report the cases that
     finished (no report files: they would look complete) and exit 128 + the signal."""
-    from refinterp.harness import runner
+    from refinterp.harness import suite_run
 
     results = sorted(finished, key=lambda r: r.id)
-    runner.apply_expectations(results, expectations)
+    suite_run.apply_expectations(results, expectations)
     _finish(args, out, results, backend, args.suite, write=False)
     out.diagnostic(Diagnostic(f"interrupted ({stop}): {len(results)} case(s) finished and are "
                               f"reported above; every process of the back end was stopped; "

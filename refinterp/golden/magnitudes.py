@@ -22,7 +22,7 @@ import numpy as np
 from refinterp.api import Program, _attributes, _canonical, _profile, resolve
 from refinterp.core.diagnostics import ArgumentDiagnostic
 from refinterp.language.instance import Invocation
-from refinterp.language.invocation import tensor_info
+from refinterp.language.invocation import tensor_type
 from refinterp.numeric import error_bounds as eb
 from refinterp.run.bounds import BoundsExecutor
 from refinterp.run.limits import Limits
@@ -71,7 +71,7 @@ def compute_bounds(target: Program | str | Path, *, op: str | None = None,
                                    for k, v in (params or {}).items()},
                            folder=None if program.main.library else program.path.parent)
     active = _profile(profile)
-    invocation = Invocation(values, {k: tensor_info(v) for k, v in arrays.items()},
+    invocation = Invocation(values, {k: tensor_type(v) for k, v in arrays.items()},
                             tuple(generics), active)
     executor = BoundsExecutor(program.loaded, active, precision, params=store, limits=limits)
     outputs = executor.run(definition, module, invocation, arrays)

@@ -5,9 +5,9 @@
   subprocess, Python and built-in back ends; `compare`: the verdict on outputs;
 - `explain`: other profiles, higher precision, probes; `shrink`: the smallest failing case;
 - `trust`: a case verified before it runs, and the back end's own copy of it;
-- `runner`: selecting, running (processes; Dask in `distributed`), expectations (`expect`);
-  `report`: summary, coverage, skips, JSON, JUnit, merging; `pytest_plugin`: one pytest test
-  per case;
+- `suite_run`: a back end run on a suite: selecting, running (processes; Dask in
+  `distributed`), expectations (`expect`); `report`: summary, coverage, skips, JSON, JUnit,
+  merging; `pytest_plugin`: one pytest test per case;
 - `processes` and `worker`: back-end processes (process groups, sweeps of what they leave)
   and Python back ends run in worker processes.
 
@@ -18,8 +18,8 @@ and `refinterp.trace` (probes).
 from refinterp.harness.backends import (BackendFailure, BackendNameError, CommandBackend,
                                         RefinterpBackend, Unsupported, resolve)
 from refinterp.harness.compare import Outcome, Override, compare
-from refinterp.harness.runner import (BackendSpec, Options, Result, check_case, failed, ran,
-                                      run_suite)
+from refinterp.harness.suite_run import (BackendSpec, Options, Result, check_case, failed,
+                                         ran, run_suite)
 from refinterp.harness.expect import read_expectations, unused, write_expectations
 from refinterp.harness.report import (coverage, load_results, print_summary, skip_reasons,
                                       summary, write_json, write_junit)

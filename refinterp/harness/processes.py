@@ -9,7 +9,7 @@ characters before the text reaches a terminal or a report. `interruptible()` tur
 SIGTERM into `Interrupted`, so that every `finally` cleans up before the process ends.
 
 Nothing here knows about golden cases: it is process plumbing, used by `backends`, `worker`
-and `runner`. Where a facility is missing (no /proc, no prctl) it is skipped quietly.
+and `suite_run`. Where a facility is missing (no /proc, no prctl) it is skipped quietly.
 """
 
 from __future__ import annotations

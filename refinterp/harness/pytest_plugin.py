@@ -54,7 +54,7 @@ def pytest_collect_file(file_path: Path, parent: Any) -> Any:
 class SuiteFile(pytest.File):
     def collect(self) -> Any:
         from refinterp.harness.backends import resolve
-        from refinterp.harness.runner import BackendSpec, applicable, select
+        from refinterp.harness.suite_run import BackendSpec, applicable, select
         from refinterp.harness.suite import load_suite
 
         config = self.config
@@ -80,7 +80,7 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         from refinterp.harness.compare import Override
         from refinterp.harness.expect import read_expectations
-        from refinterp.harness.runner import Options, apply_expectations, run_one
+        from refinterp.harness.suite_run import Options, apply_expectations, run_one
 
         config = self.config
         options = Options(policy=config.getoption("--refinterp-dtype"), override=Override(),

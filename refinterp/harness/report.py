@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 from refinterp.core.diagnostics import GoldenDiagnostic
 from refinterp.core.files import write_bytes, write_text
-from refinterp.harness.runner import RAN, STATUSES, Result
+from refinterp.harness.suite_run import RAN, STATUSES, Result
 from refinterp.io import read_json
 
 FORMAT = "refinterp-check/1"

@@ -94,7 +94,7 @@ def _write(target: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, 
 
 def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
     """The smallest failing variant of an operator case (None if not shrinkable)."""
-    from refinterp.harness.runner import check_case
+    from refinterp.harness.suite_run import check_case
 
     if case.operator is None or case.error is not None:
         return None

@@ -1,6 +1,6 @@
 """A child process that answers requests one at a time (docs/harness.md, "Processes"): a
 Python back end runs in one (`backends.IsolatedBackend`), and `-j N` checks cases in N
-(`runner`).
+(`suite_run`).
 
 A worker is started with multiprocessing's `spawn` context (a fresh interpreter: none of the
 parent's threads, locks or state) and makes itself a session leader, so that killing its

@@ -182,7 +182,7 @@ def early_usings(attributes: tuple[ast.ParamDecl, ...], usings: tuple[ast.UsingD
 
 
 @dataclass(frozen=True)
-class _Scope:
+class _BindingState:
     """What the binding order knows at one point (§2.6.1): `known` names may give a pack
     length that disambiguates a shape (initially known attributes, early @using symbols,
     symbols of inputs bound before); `available` names have a value when the input is bound
@@ -200,8 +200,8 @@ class _Scope:
         form = affine_form(expr)
         return form is not None and form.symbol not in self.available | self.reserved | own
 
-    def after(self, decl: ast.ParamDecl) -> "_Scope":
-        """The scope once `decl` is bound: the symbols its shape declares are known."""
+    def after(self, decl: ast.ParamDecl) -> "_BindingState":
+        """The state once `decl` is bound: the symbols its shape declares are known."""
         declared = _symbols_of(decl) - self.reserved - self.available
         return replace(self, known=self.known | declared, available=self.available | declared)
 
@@ -225,7 +225,7 @@ def _symbols_of(decl: ast.ParamDecl) -> set[str]:
 
 
 def _open_items(decl: ast.ParamDecl,
-                scope: _Scope) -> tuple[list[ast.Extent], list[ast.Extent]]:
+                state: _BindingState) -> tuple[list[ast.Extent], list[ast.Extent]]:
     """The packed shape items of `decl` whose length is not determined yet (§2.6.1), split into
     *flexible* ones (`s..`, a length declaring a new symbol, or one known only at invocation,
     such as an optional attribute: "optional attributes cannot be used for disambiguation")
@@ -241,13 +241,13 @@ def _open_items(decl: ast.ParamDecl,
         length = extent.pack.length
         if length is None:
             # `s..`: its length is whatever remains, unless s itself is already bound.
-            if not (isinstance(extent.value, ast.Name) and extent.value.name in scope.known):
+            if not (isinstance(extent.value, ast.Name) and extent.value.name in state.known):
                 flexible.append(extent)
             continue
         names = free_names(length) - own
-        if names <= scope.known:
+        if names <= state.known:
             continue
-        if names <= scope.available or scope.declaring(length, own):
+        if names <= state.available or state.declaring(length, own):
             flexible.append(extent)
         else:
             waiting.append(extent)
@@ -269,7 +269,7 @@ def binding_order(attributes: tuple[ast.ParamDecl, ...], inputs: tuple[ast.Param
     early = set().union(*(using_targets(u.target) for u in
                           early_usings(attributes, usings, profile)))
     using_names = set().union(*(using_targets(u.target) for u in usings))
-    scope = _Scope(known=frozenset(initially_known(attributes) | early),
+    state = _BindingState(known=frozenset(initially_known(attributes) | early),
                    available=frozenset(_bound_before_inputs(attributes) | early),
                    reserved=frozenset({a.name for a in attributes} | using_names),
                    usings=frozenset(using_names - early))
@@ -281,30 +281,30 @@ def binding_order(attributes: tuple[ast.ParamDecl, ...], inputs: tuple[ast.Param
         while pending and progress:
             progress = False
             for decl in list(pending):
-                flexible, waiting = _open_items(decl, scope)
+                flexible, waiting = _open_items(decl, state)
                 if not waiting and len(flexible) <= 1:
                     order.append(decl)
-                    scope = scope.after(decl)
+                    state = state.after(decl)
                     pending.remove(decl)
                     progress = True
         if pending:
-            raise _unbindable(pending[0], scope)
+            raise _unbindable(pending[0], state)
     return order
 
 
-def _unbindable(decl: ast.ParamDecl, scope: _Scope) -> BindingDiagnostic:
+def _unbindable(decl: ast.ParamDecl, state: _BindingState) -> BindingDiagnostic:
     """Why `decl` has no place in the binding order: a length nothing determines, or more than
     one flexible item."""
-    flexible, waiting = _open_items(decl, scope)
+    flexible, waiting = _open_items(decl, state)
     own = {decl.type.rank} if decl.type.rank else set()
     lengths = [e.pack.length for e in flexible + waiting if e.pack and e.pack.length is not None]
-    hidden = sorted(set().union(*(free_names(e) for e in lengths)) & scope.usings)
+    hidden = sorted(set().union(*(free_names(e) for e in lengths)) & state.usings)
     notes = [f"'{name}' is a @using symbol: @using symbols are not visible in @input (spec "
              f"§2.9; under --profile khronos, those computed from attributes alone are)"
              for name in hidden]
     if waiting:
         length = waiting[0].pack.length
-        missing = sorted(free_names(length) - own - scope.available)
+        missing = sorted(free_names(length) - own - state.available)
         return BindingDiagnostic(
             f"the length {span_text(length.span)} of a packed extent of input '{decl.name}' "
             f"uses {', '.join(missing)}, which no attribute or input shape defines before it",

@@ -19,12 +19,14 @@ from refinterp.core.source import Span
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor, first_operand
 from refinterp.language.types import (
-    CASTS, Scope, Type, check_expr, fold_with_initial, head, type_of_value,
+    CASTS, Type, TypeScope, check_expr, fold_with_initial, head, type_of_value,
 )
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted
 
 
-MAX_PACK_LENGTH = 10_000_000  # a longer compile-time pack is a diagnostic, not a memory blow-up
+# items of one compile-time pack: a longer one is a diagnostic, not a memory blow-up (the
+# limit of a pack of tensors is numeric.representation.MAX_PACK_LENGTH)
+MAX_VALUE_PACK_LENGTH = 10_000_000
 
 
 @dataclass
@@ -37,10 +39,10 @@ class Environment:
     dtype_bindings: dict[str, str] = field(default_factory=dict)  # generic name -> concrete
     profile: rules.Profile = rules.SPEC
 
-    def scope(self) -> Scope:
+    def scope(self) -> TypeScope:
         symbols = {name: self.types.get(name) or type_of_value(value)
                    for name, value in self.values.items()}
-        return Scope(symbols, dict(self.dtypes))
+        return TypeScope(symbols, dict(self.dtypes))
 
 
 def evaluate(expr: ast.Expr, env: Environment | None = None) -> Value:
@@ -420,10 +422,10 @@ class Evaluator(ExprVisitor[Value]):
 
 
 def check_length(span: Span, length: int) -> None:
-    """A compile-time pack of `length` items may be built (at most MAX_PACK_LENGTH)."""
-    if length > MAX_PACK_LENGTH:
-        raise EvalDiagnostic(f"a pack of {length} items exceeds the limit of {MAX_PACK_LENGTH}",
-                             span)
+    """A compile-time pack of `length` items may be built (at most MAX_VALUE_PACK_LENGTH)."""
+    if length > MAX_VALUE_PACK_LENGTH:
+        raise EvalDiagnostic(f"a pack of {length} items exceeds the limit of "
+                             f"{MAX_VALUE_PACK_LENGTH}", span)
 
 
 def first_evaluated(node: ast.Node) -> ast.Node | None:

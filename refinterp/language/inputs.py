@@ -10,11 +10,11 @@ from __future__ import annotations
 from refinterp.core.diagnostics import Diagnostic, InvocationDiagnostic
 from refinterp.language.binding import affine_form, free_names, solve_affine
 from refinterp.language.expr import Environment, evaluate, evaluate_checked
-from refinterp.language.invocation import MAX_RANK, Invocation, entries, item_type, span_text
+from refinterp.language.invocation import Invocation, entries, item_type, span_text
 from refinterp.language.types import (CONCRETE, Type, check_expr, dtype_scope, type_from_spec,
                                       type_of_value)
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
-from refinterp.numeric.representation import format_extent
+from refinterp.numeric.representation import MAX_RANK, format_extent
 from refinterp.syntax import ast
 
 

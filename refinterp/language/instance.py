@@ -26,17 +26,16 @@ from refinterp.language.binding import (definition_order, early_usings, free_nam
                                         initially_known, using_targets)
 from refinterp.language.expr import Environment, check_length, evaluate, evaluate_checked
 from refinterp.language.inputs import InputBinding, LengthError, declared_dims
-from refinterp.language.invocation import (MAX_RANK, Invocation, OperatorInstance, TensorArg,
-                                           TensorInfo, describe_type, empty_pack_type, entries,
-                                           span_text)
+from refinterp.language.invocation import (Invocation, OperatorInstance, TensorType,
+                                           describe_type, empty_pack_type, entries, span_text)
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 from refinterp.numeric import rules
-from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, check_pack_length,
-                                              check_tensor_size)
+from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, MAX_RANK,
+                                              check_pack_length, check_tensor_size)
 from refinterp.syntax import ast
 
-__all__ = ["Invocation", "OperatorInstance", "TensorArg", "TensorInfo", "describe_type",
+__all__ = ["Invocation", "OperatorInstance", "TensorType", "describe_type",
            "instantiate", "instantiate_cached", "invocation_key", "fixed_input_types",
            "span_text", "entries"]
 
@@ -99,7 +98,7 @@ def _value_key(value: Any) -> Hashable:
         return (kind.__name__, value)
     if kind in (tuple, list):
         return (kind.__name__, tuple(_value_key(v) for v in value))
-    if kind in (TensorInfo, TensorValue):
+    if kind in (TensorType, TensorValue):
         return (kind.__name__, value)
     raise _NoKey(type(value).__name__)
 
@@ -425,7 +424,7 @@ class Instantiation(InputBinding):
 
     # ------------------------------------------------------------------ outputs (§2.6, §2.7)
 
-    def tensor_of(self, decl: ast.ParamDecl) -> TensorInfo | tuple[TensorInfo, ...]:
+    def tensor_of(self, decl: ast.ParamDecl) -> TensorType | tuple[TensorType, ...]:
         declared = self.declared_type(decl)
         dtype = self.dtypes.get(declared.base, declared.base)
         if declared.packed:
@@ -455,13 +454,13 @@ class Instantiation(InputBinding):
         """A declaration as limit diagnostics name it: `'y' of 'conv'`."""
         return f"'{decl.name}' of '{self.definition.name}'"
 
-    def shape_of(self, decl: ast.ParamDecl, dtype: str, item: int | None) -> TensorInfo:
+    def shape_of(self, decl: ast.ParamDecl, dtype: str, item: int | None) -> TensorType:
         """The type and shape of a declared tensor (of item `item` of a pack). An extent `~|k`,
         or `s|k` with `s` unbound, is dynamic (§2.6): None, with the bound `k`; the dimensions
         of a non-pack tensor that such an `s` names are kept in `named_extents` (a @lower
         formula may count them, lower.plan)."""
         if decl.type.shape is None:
-            return TensorInfo(dtype, None)
+            return TensorType(dtype, None)
         shape: list[int | None] = []
         bounds: list[int | None] = []
         names: dict[int, str] = {}
@@ -505,7 +504,7 @@ class Instantiation(InputBinding):
                             f"have at most {MAX_RANK} dimensions", decl)
         if names and item is None:
             self.named_extents[decl.name] = names
-        return TensorInfo(dtype, tuple(shape), tuple(bounds))
+        return TensorType(dtype, tuple(shape), tuple(bounds))
 
     def repeated_rank(self, decl: ast.ParamDecl, extent: ast.Extent, count: int | None) -> int:
         """How many dimensions a single extent covers: one, or `count` (`pack_count`) for one
@@ -521,7 +520,7 @@ class Instantiation(InputBinding):
                             f"tensors have at most {MAX_RANK} dimensions", extent)
         return count
 
-    def constant_of(self, decl: ast.ParamDecl) -> tuple[TensorInfo, Value]:
+    def constant_of(self, decl: ast.ParamDecl) -> tuple[TensorType, Value]:
         """§2.7: a uniform value, a flat row-major list, or a per-element expression."""
         info = self.tensor_of(decl)
         if isinstance(info, tuple):
@@ -562,7 +561,7 @@ class Instantiation(InputBinding):
                 raise self.fail(f"the int constant '{decl.name}' gets {format_literal(item)}, "
                                 f"which does not fit in int64", decl.default)
 
-    def per_element(self, decl: ast.ParamDecl, info: TensorInfo) -> Value:
+    def per_element(self, decl: ast.ParamDecl, info: TensorType) -> Value:
         """§2.7: the initialiser evaluated for every index in row-major order. A bound that is a
         pack (`i < fs`) makes `i` a pack of indices running over all its dimensions."""
         check_tensor_size(info.dtype, info.shape or (), self.invocation.max_tensor_size,
@@ -594,7 +593,7 @@ def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
 
 
 def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
-                      profile: rules.Profile = rules.SPEC) -> dict[str, TensorInfo]:
+                      profile: rules.Profile = rules.SPEC) -> dict[str, TensorType]:
     """The inputs whose declared shapes are fixed by literals and attributes (given, or
     constant defaults), e.g. a graph's `input: real[batch, 3, 224, 224]`: their types need not
     be given to check or run the operator (`shapes`; `eval --random NAME`)."""
@@ -619,5 +618,5 @@ def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
         except (Diagnostic, LengthError):
             continue
         if all(isinstance(e, int) and not isinstance(e, bool) for e in shape):
-            found[decl.name] = TensorInfo(spec.name, tuple(shape))
+            found[decl.name] = TensorType(spec.name, tuple(shape))
     return found

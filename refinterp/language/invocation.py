@@ -1,5 +1,5 @@
 """What an operator is invoked with and what instantiating it gives (spec §2.5–2.7): tensor
-types (`TensorInfo`, formatted by `describe_type`), the `Invocation` (attributes, input types,
+types (`TensorType`, formatted by `describe_type`), the `Invocation` (attributes, input types,
 explicit generics, profile) and the `OperatorInstance` (bound symbols, output, constant and
 variable types)."""
 
@@ -18,11 +18,9 @@ from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE, 
 from refinterp.syntax import ast
 
 
-MAX_RANK = 64  # dimensions of one tensor: NumPy's limit (numpy 2), so refinterp's too
-
 
 @dataclass(frozen=True)
-class TensorInfo:
+class TensorType:
     """The type and shape of a tensor; `bounds` holds the upper bound of each dynamic extent.
 
     An unknown extent is None; a shape of None means the declaration left it to be derived from
@@ -49,10 +47,7 @@ class TensorInfo:
         return data
 
 
-TensorArg = TensorInfo  # an actual input of an invocation
-
-
-def describe_type(info: "TensorInfo | tuple") -> str:
+def describe_type(info: "TensorType | tuple") -> str:
     """THE tensor-type formatter: `real[2, 3]`, a dynamic extent as `~` (`~|10` with its upper
     bound, §2.6), a shape derived from the composition as `real[?]`, a pack as
     `[real[2], real[3]]`, a pack of zero items of a known type as `real[2]..(0)`."""
@@ -74,7 +69,7 @@ class Invocation:
     instantiation checks before it builds a declared pack or element-wise constant."""
 
     attributes: dict[str, Value] = field(default_factory=dict)
-    inputs: dict[str, TensorArg | tuple[TensorArg, ...]] = field(default_factory=dict)
+    inputs: dict[str, TensorType | tuple[TensorType, ...]] = field(default_factory=dict)
     generics: tuple[str, ...] = ()
     profile: rules.Profile = rules.SPEC
     max_pack_length: int = MAX_PACK_LENGTH
@@ -88,13 +83,13 @@ class OperatorInstance:
     definition: ast.OperatorDef
     dtypes: dict[str, str]
     symbols: dict[str, Value]
-    outputs: dict[str, TensorInfo | tuple[TensorInfo, ...]]
-    constants: dict[str, tuple[TensorInfo, Value]]
-    variables: dict[str, TensorInfo | tuple[TensorInfo, ...]]
+    outputs: dict[str, TensorType | tuple[TensorType, ...]]
+    constants: dict[str, tuple[TensorType, Value]]
+    variables: dict[str, TensorType | tuple[TensorType, ...]]
     types: dict[str, Type] = field(default_factory=dict)  # static types of the symbols
     dtype_bounds: dict[str, str] = field(default_factory=dict)
     # inputs not given that take their declared default (§2.6): type/shape and uniform value
-    defaults: dict[str, tuple[TensorInfo, Value]] = field(default_factory=dict)
+    defaults: dict[str, tuple[TensorType, Value]] = field(default_factory=dict)
     # per (non-pack) output, the dimensions whose dynamic extent is named by a symbol the
     # invocation leaves unbound (`k|bound`, §2.6): dimension -> symbol (lower.plan counts them)
     named_extents: dict[str, dict[int, str]] = field(default_factory=dict)
@@ -127,11 +122,11 @@ class EmptyPack(list):
     """A pack of zero tensors that knows the type and shape its items would have (spec
     §2.10.1: a loop may run zero iterations; docs/semantics.md "Empty packs"): the scanned
     outputs of a loop that ran none, a declared pack output of zero items. Everywhere packs are
-    lists it is the empty list; `tensor_info` gives its `EmptyPackType`, from which an
+    lists it is the empty list; `tensor_type` gives its `EmptyPackType`, from which an
     invocation binds the items' type and shape (§2.6) as from items, with a length of 0.
     Never mutated (packs are shared between names)."""
 
-    def __init__(self, item: TensorInfo) -> None:
+    def __init__(self, item: TensorType) -> None:
         super().__init__()
         self.item = item
 
@@ -140,27 +135,27 @@ class EmptyPack(list):
 
 
 class EmptyPackType(tuple):
-    """The type of an `EmptyPack`: the empty tuple (a pack of no TensorInfo), plus `item`, the
-    TensorInfo its items would have (every extent known)."""
+    """The type of an `EmptyPack`: the empty tuple (a pack of no TensorType), plus `item`, the
+    TensorType its items would have (every extent known)."""
 
-    item: TensorInfo
+    item: TensorType
 
-    def __new__(cls, item: TensorInfo) -> "EmptyPackType":
+    def __new__(cls, item: TensorType) -> "EmptyPackType":
         self = super().__new__(cls)
         self.item = item
         return self
 
-    def __getnewargs__(self) -> tuple[TensorInfo]:  # type: ignore[override]
+    def __getnewargs__(self) -> tuple[TensorType]:  # type: ignore[override]
         return (self.item,)
 
 
-def item_type(pack: Any) -> TensorInfo | None:
+def item_type(pack: Any) -> TensorType | None:
     """The item type an empty pack (an `EmptyPack` value or its `EmptyPackType`) carries; None
     for any other value, an empty pack of unknown item type included."""
     return pack.item if isinstance(pack, (EmptyPack, EmptyPackType)) else None
 
 
-def typed_pack(info: TensorInfo | tuple | None, value: Any) -> Any:
+def typed_pack(info: TensorType | tuple | None, value: Any) -> Any:
     """`value`, or, where it is an empty pack of unknown item type and `info` (its declared
     type) is an `EmptyPackType`, an `EmptyPack` of that item type (docs/semantics.md "Empty
     packs")."""
@@ -170,19 +165,19 @@ def typed_pack(info: TensorInfo | tuple | None, value: Any) -> Any:
     return value
 
 
-def empty_pack_type(item: TensorInfo | None) -> tuple:
+def empty_pack_type(item: TensorType | None) -> tuple:
     """The type of a pack of zero items of type `item`: an `EmptyPackType` where `item` is a
     tensor type with every extent known, else the plain empty tuple (item type unknown)."""
     if item is None or item.shape is None or any(e is None for e in item.shape):
         return ()
-    return EmptyPackType(TensorInfo(item.dtype, tuple(item.shape)))
+    return EmptyPackType(TensorType(item.dtype, tuple(item.shape)))
 
 
-def tensor_info(value: Any) -> TensorInfo | tuple:
-    """The TensorInfo of an array (a tuple of them for a pack; an `EmptyPackType` for an
+def tensor_type(value: Any) -> TensorType | tuple:
+    """The TensorType of an array (a tuple of them for a pack; an `EmptyPackType` for an
     `EmptyPack`)."""
     if isinstance(value, EmptyPack):
         return EmptyPackType(value.item)
     if isinstance(value, list):
-        return tuple(tensor_info(v) for v in value)
-    return TensorInfo(kind_of(value), tuple(value.shape))
+        return tuple(tensor_type(v) for v in value)
+    return TensorType(kind_of(value), tuple(value.shape))

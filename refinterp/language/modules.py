@@ -45,7 +45,7 @@ class LoadedModule:
 
 
 @dataclass
-class Program:
+class LoadedProgram:
     """The main module and all modules it imports, in load order (dependencies first)."""
 
     main: LoadedModule
@@ -370,15 +370,15 @@ class Loader:
             raise ModuleDiagnostic(f"--stdlib '{self.stdlib}' is not a folder")
         self._by_path: dict[Path, LoadedModule] = {}
 
-    def load(self, path: str | Path) -> Program:
+    def load(self, path: str | Path) -> LoadedProgram:
         """Load a main file or model folder with all its imports."""
         main_path = resolve_main(path)
         order: list[LoadedModule] = []
         main = self._load_file(main_path, "main" if main_path.stem == "main" else
                                main_path.stem, [], order)
-        return Program(main, order, self.stdlib)
+        return LoadedProgram(main, order, self.stdlib)
 
-    def load_source(self, text: str, path: str | Path = "<source>.sknd") -> Program:
+    def load_source(self, text: str, path: str | Path = "<source>.sknd") -> LoadedProgram:
         """Load SkriptND source text as the main module; its imports are looked up as if the
         text were the file `path` (relative to its folder, then the search path, then the
         standard library)."""
@@ -387,7 +387,7 @@ class Loader:
         order: list[LoadedModule] = []
         main = self._load_parsed(path, source, "main" if path.stem == "main" else path.stem,
                                  [], order)
-        return Program(main, order, self.stdlib)
+        return LoadedProgram(main, order, self.stdlib)
 
     def candidates(self, importer: Path, module: tuple[str, ...]) -> list[Path]:
         """Every file that `import a.b` in `importer` may refer to, in lookup order."""

@@ -14,21 +14,16 @@ from dataclasses import dataclass, field, replace
 
 from refinterp.core.diagnostics import TypeDiagnostic
 from refinterp.core.source import Span
+from refinterp.numeric.rules import (ARITHMETIC_OPS, BUILTINS, LOGICAL_OPS, MIN_MAX_OPS,
+                                     NUM_BUILTINS)
 from refinterp.syntax import ast
 from refinterp.syntax.visitor import ExprVisitor
 
 CONCRETE = ("int", "real", "bool", "str")
 ABSTRACT = ("type", "arith", "num")
 CASTS = ("int", "real", "bool", "str")
-REAL_BUILTINS = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-                 "cosh", "tanh", "asinh", "acosh", "atanh", "round", "floor", "ceil", "frac",
-                 "erf")
-NUMERIC_BUILTINS = ("abs", "sign")
-BUILTINS = REAL_BUILTINS + NUMERIC_BUILTINS
-
-ARITHMETIC_OPS = ("+", "-", "*", "/", "\\", "%", "**", "<<", ">>")
-LOGICAL_OPS = ("&&", "||", "^", "=>")
-COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
+# the operators and built-ins are numeric.rules' (one vocabulary); these take numeric operands
+NUMERIC_OPS = ARITHMETIC_OPS + MIN_MAX_OPS
 ORDER_FOLDS = ("<", "<=", ">", ">=")
 FOLDS_WITH_INITIAL = ("+", "*", "&&", "||", "<<", ">>")
 
@@ -71,14 +66,14 @@ INT, REAL, BOOL, STR = Type("int"), Type("real"), Type("bool"), Type("str")
 
 
 @dataclass
-class Scope:
+class TypeScope:
     """What an expression may refer to: symbol types and generic type names with their bound."""
 
     symbols: dict[str, Type] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
 
 
-def check_expr(expr: ast.Expr, scope: Scope) -> dict[int, Type]:
+def check_expr(expr: ast.Expr, scope: TypeScope) -> dict[int, Type]:
     """Check `expr`; return the type of every node, keyed by `id(node)`. Flat chains of any
     length are checked without recursion along them; an expression nested too deeply
     otherwise (the parser allows hundreds of levels of parentheses or selects) is a
@@ -104,7 +99,7 @@ class Checker(ExprVisitor[Type]):
 
     complete = True
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: TypeScope) -> None:
         self.scope = scope
         self.types: dict[int, Type] = {}
 
@@ -124,7 +119,7 @@ class Checker(ExprVisitor[Type]):
             raise self.fail(node, f"{what} needs operands of one type; got {shown}")
         return bases.pop() if bases else "any"
 
-    def check(self, node: ast.Expr, scope: Scope | None = None) -> Type:
+    def check(self, node: ast.Expr, scope: TypeScope | None = None) -> Type:
         """The type of `node` (in `scope`, default the current one), recorded in `types`. A
         long left-deep chain (`1 + 1 + ... + 1`) is checked from its deepest node up, each
         rule finding its first operand's type ready: every rule checks that operand first."""
@@ -263,7 +258,7 @@ class Checker(ExprVisitor[Type]):
                 raise self.fail(node, f"'{op}' needs bool operands; got {left} and {right}")
             return Type("bool", packed, optional)
         base = self.unify(node, f"'{op}'", left, right)
-        if op in ARITHMETIC_OPS:
+        if op in NUMERIC_OPS:
             if not self.is_numeric(base):
                 raise self.fail(node, f"'{op}' needs int or real operands; got {left} and "
                                       f"{right}")
@@ -331,7 +326,7 @@ class Checker(ExprVisitor[Type]):
         optional = cond.optional or node.otherwise is None or any(b.optional for b in branches)
         return Type(base, packed, optional)
 
-    def promoted_scope(self, cond: ast.Expr) -> Scope | None:
+    def promoted_scope(self, cond: ast.Expr) -> TypeScope | None:
         """§2.4: under `?x ? x : ...` and `?x && c ? x : ...`, `x` is not optional."""
         tested = self.null_tested_names(cond)
         if not tested:
@@ -340,7 +335,7 @@ class Checker(ExprVisitor[Type]):
         for name in tested:
             if name in symbols:
                 symbols[name] = replace(symbols[name], optional=False)
-        return Scope(symbols, self.scope.dtypes)
+        return TypeScope(symbols, self.scope.dtypes)
 
     @staticmethod
     def null_tested_names(cond: ast.Expr) -> list[str]:
@@ -463,9 +458,9 @@ class Checker(ExprVisitor[Type]):
         if len(args) != 1:
             raise self.fail(node, f"'{name}' takes one argument; got {len(args)}")
         t = self.check(args[0])
-        allowed = ("int", "real") if name in NUMERIC_BUILTINS else ("real",)
+        allowed = ("int", "real") if name in NUM_BUILTINS else ("real",)
         if t.base not in allowed + ("any",) and not (
-                name in NUMERIC_BUILTINS and self.scope.dtypes.get(t.base) == "num"):
+                name in NUM_BUILTINS and self.scope.dtypes.get(t.base) == "num"):
             raise self.fail(node, f"'{name}' needs a {' or '.join(allowed)} argument; got {t}")
         return t
 

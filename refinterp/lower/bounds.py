@@ -7,7 +7,7 @@ refinterp.numeric.error_bounds; docs/golden.md "Per-element error bounds").
   of entering the computation (0 where it is exactly a value of d, |c| where d must round it);
   a compile-time expression that computes a real is itself tracked, operation by operation.
 - Every operation of the formula gives its result's magnitude by its rule
-  (`BoundsRunner.numeric`): the formula's own structure decides the bound.
+  (`BoundsClosures.numeric`): the formula's own structure decides the bound.
 - A reduction is bounded for any order of its terms t_i (`_Reduction`): a `+=` gets
   |r| + (n - 2)·Σ|t_i| + Σ m(t_i) (Higham §4.2), a `*=`
   (n - 1)·(|r| + η/u) + Σ |r/t_i|·m(t_i); `<=` and `>=` (min, max) the chosen term's m; a
@@ -35,7 +35,7 @@ from refinterp.language.values import NULL, Value
 from refinterp.lower.common import (allocate_outputs, lowered_outputs, lowering_arrays,
                                     lowering_plan)
 from refinterp.lower.plan import Formula
-from refinterp.lower.reference import Frame, FormulaRunner, _Skip
+from refinterp.lower.reference import Frame, FormulaClosures, _Skip
 from refinterp.numeric import error_bounds as eb
 from refinterp.numeric import rules
 from refinterp.syntax import ast
@@ -89,7 +89,7 @@ def run_bounds(instance: OperatorInstance, inputs: dict[str, Any],
     events = events if events is not None else Counter()
     for formula in plan.formulas:
         before = arrays[formula.output]
-        BoundsRunner(instance, formula, arrays, profile, table, precision, events).run()
+        BoundsClosures(instance, formula, arrays, profile, table, precision, events).run()
         after = arrays[formula.output]
         if after is not before:  # a counting formula trimmed its output (plan.CountedExtent)
             table.put(after, table[id(before)][tuple(slice(0, n) for n in after.shape)].copy())
@@ -129,8 +129,8 @@ class MagnitudeTable(dict[int, np.ndarray]):
         return self[id(value)]
 
 
-class BoundsRunner(FormulaRunner):
-    """A formula's closures (the reference's `FormulaRunner`) on values that carry their
+class BoundsClosures(FormulaClosures):
+    """A formula's closures (the reference's `FormulaClosures`) on values that carry their
     error magnitudes; `table` holds the magnitude array of every value array."""
 
     def __init__(self, instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],

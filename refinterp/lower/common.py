@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from refinterp.core.diagnostics import EngineDiagnostic
-from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.language.invocation import OperatorInstance, TensorType
 from refinterp.language.values import NULL, Value
 from refinterp.lower.plan import (INT64_MAX, INT64_MIN, LoweringPlan, allocation_shape,
                                   plan_lowering, start_value)
@@ -42,11 +42,11 @@ class InstanceFacts:
 
     plan: LoweringPlan | None = None  # `lowering_plan`
     # the vector engine's per-formula facts and fresh outputs (lower.vector.space.vector_facts,
-    # lower.vector.runner.fresh_outputs): typed there, this module being below that engine
+    # lower.vector.engine.fresh_outputs): typed there, this module being below that engine
     vector: Any = None
     fresh_outputs: Any = None
     # the compiled engine's kernels, by formula, profile and array layout
-    # (lower.compiled.runner.compile_formula)
+    # (lower.compiled.engine.compile_formula)
     kernels: dict[tuple, Any] = field(default_factory=dict)
 
 
@@ -128,7 +128,7 @@ def lowered_outputs(instance: OperatorInstance, plan: LoweringPlan, arrays: dict
     return outputs
 
 
-def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
+def constant_array(info: TensorType | tuple, value: Value) -> Any:
     """A @constant's value as an array (a list of arrays for a pack of constants)."""
     if isinstance(info, tuple):
         return [constant_array(i, v) for i, v in zip(info, value)]
@@ -141,7 +141,7 @@ def constant_array(info: TensorInfo | tuple, value: Value) -> Any:
 
 def _extreme(value: Value, dtype: str) -> Value:
     """int(inf) and int(-inf) as a tensor of `dtype` holds them: the extreme int64 values (as
-    a formula's int result, `reference.FormulaRunner.checked`), ±inf (as `real(int(inf))`),
+    a formula's int result, `reference.FormulaClosures.checked`), ±inf (as `real(int(inf))`),
     true."""
     if not isinstance(value, rules.IntInfinity):
         return value

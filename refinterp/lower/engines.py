@@ -26,8 +26,8 @@ per-iteration cost of each engine, measured once on a 2-core machine (NumPy 2, C
 by timing stdlib operators of 6 to 266,000 iterations on both engines
 (`tools/bench_engine_choice.py` prints them beside the estimates); only their ratios matter.
 The compiled engine's fixed cost is generating and compiling a formula's code, once per
-instance (`compiled.runner.compile_formula` keeps the kernel on the instance): a formula
-compiled before costs COMPILED_CACHED_US (making its runner, reading the arrays as lists); the
+instance (`compiled.engine.compile_formula` keeps the kernel on the instance): a formula
+compiled before costs COMPILED_CACHED_US (making its closure, reading the arrays as lists); the
 vector engine's is building the iteration space and checks, per formula and per sequential
 step.
 """
@@ -42,10 +42,10 @@ import numpy as np
 
 from refinterp.language.invocation import OperatorInstance
 from refinterp.lower.common import REAL_ATOL, REAL_RTOL, Refused, lowering_plan
-from refinterp.lower.compiled.runner import is_compiled, run_compiled
+from refinterp.lower.compiled.engine import is_compiled, run_compiled
 from refinterp.lower.plan import Formula
 from refinterp.lower.reference import run_reference
-from refinterp.lower.vector.runner import FormulaReport, run_vector
+from refinterp.lower.vector.engine import FormulaReport, run_vector
 from refinterp.lower.vector.space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, FormulaFacts,
                                           scalar_axes, vector_facts)
 from refinterp.numeric import rules
@@ -175,7 +175,7 @@ def _sequential_steps(formula: Formula, facts: FormulaFacts, inputs: dict[str, A
                       ) -> tuple[int, str | None]:
     """How many steps the vector engine runs `formula` in (the values of the axes it takes one
     at a time; 0 if it takes none so), or why it refuses the formula before running it (the
-    checks of refinterp.lower.vector.runner.VectorFormula.run that need no values)."""
+    checks of refinterp.lower.vector.engine.VectorFormula.run that need no values)."""
     if formula.counted is not None:
         return 0, f"it counts the dynamic extent '{formula.counted.name}'"
     try:

@@ -23,7 +23,7 @@ from typing import Any
 from refinterp.core.diagnostics import LoweringDiagnostic
 from refinterp.language.binding import free_names
 from refinterp.language.expr import evaluate
-from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.language.invocation import OperatorInstance, TensorType
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.numeric.representation import INT64_MAX, INT64_MIN  # re-exported for the engines
 from refinterp.syntax import ast
@@ -160,7 +160,7 @@ def plan_lowering(instance: OperatorInstance) -> LoweringPlan:
     return LoweringPlan(formulas, implicit)
 
 
-def allocation_shape(plan: LoweringPlan, output: str, info: TensorInfo
+def allocation_shape(plan: LoweringPlan, output: str, info: TensorType
                      ) -> tuple[int | None, ...] | None:
     """The shape a (non-pack) output is allocated with before the formulas run: its declared
     shape, with a counted extent at its bound (the counting formula trims it to its count)."""

@@ -2,8 +2,9 @@
 definition of what a @lower block computes; every other engine (refinterp.lower.compiled,
 refinterp.lower.vector) must compute the same function, and hands it a formula it refuses.
 
-Each formula is compiled once into Python closures (`FormulaRunner`, an expression pass: no AST
-walking per element), which also report the failing subexpression and iteration of an error.
+Each formula is compiled once into Python closures (`FormulaClosures`, an expression pass: no
+AST walking per element), which also report the failing subexpression and iteration of an
+error.
 Index symbols loop in declaration order, outermost first (row-major), which fixes summation
 order and ties. Numbers go through refinterp.numeric.rules; an int result outside int64 is a
 diagnostic. An index out of range is skipped only where the formula guards it with `|e|` (the
@@ -62,7 +63,7 @@ def run_reference(instance: OperatorInstance, inputs: dict[str, Any],
 def run_formula(instance: OperatorInstance, formula: Formula, arrays: dict[str, Any],
                 profile: rules.Profile) -> None:
     """Run one formula by the definition, updating its output in `arrays`."""
-    FormulaRunner(instance, formula, arrays, profile).run()
+    FormulaClosures(instance, formula, arrays, profile).run()
 
 
 def failure(node: ast.Node, message: str, frame: dict | None, code: str = FAILED
@@ -76,7 +77,7 @@ def failure(node: ast.Node, message: str, frame: dict | None, code: str = FAILED
     return EngineDiagnostic(message, node.span, notes, code=code)
 
 
-class FormulaRunner(ExprVisitor[Compiled]):
+class FormulaClosures(ExprVisitor[Compiled]):
     """Compiles one formula into closures and runs its loops. As an expression pass,
     `visit(node)` compiles an expression into a closure `frame -> value`."""
 
@@ -738,7 +739,7 @@ class _Mapped:
 
 def _mapped_positions(position: tuple) -> list[tuple] | None:
     """The positions of an access mapped over its `_Mapped` dimensions (all of one length,
-    checked by `FormulaRunner.compile_indices`), item by item; None if it has none."""
+    checked by `FormulaClosures.compile_indices`), item by item; None if it has none."""
     slots = [d for d, p in enumerate(position) if isinstance(p, _Mapped)]
     if not slots:
         return None
@@ -766,8 +767,8 @@ class _Guarded:
 
 
 class _NotAnIndex(Exception):
-    """An index value that is no int (a real, a bool, a string): `FormulaRunner.compile_index`
-    reports it at the index."""
+    """An index value that is no int (a real, a bool, a string):
+    `FormulaClosures.compile_index` reports it at the index."""
 
     def __init__(self, value: Any) -> None:
         super().__init__(value)

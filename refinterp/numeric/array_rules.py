@@ -1,7 +1,7 @@
 """The numeric rules of refinterp.numeric.rules, applied to whole NumPy arrays (the vector engine).
 
 Each function here is the array form of one scalar rule of `refinterp.numeric.rules` and must give,
-element by element, the value that rule gives (tests/test_array_semantics.py checks them on
+element by element, the value that rule gives (tests/numeric/test_array_semantics.py checks them on
 edge values: nan, ±inf, ±0.0, int64 extremes, both profiles). Where the scalar rule raises a
 NumericError, or where an int result might not fit in int64 (the scalar engine computes with
 unbounded ints and only checks what it stores), the array rule does not guess: it raises

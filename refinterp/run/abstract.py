@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from refinterp.language.instance import TensorInfo
+from refinterp.language.instance import TensorType
 from refinterp.language.invocation import EmptyPack, typed_pack
 from refinterp.numeric.representation import AbstractTensor, kind_of
 
@@ -26,7 +26,7 @@ class Undetermined(Exception):
     default_code = "E0600"
 
 
-def abstract_tensor(info: TensorInfo | tuple, what: str = "", span: Any = None) -> Any:
+def abstract_tensor(info: TensorType | tuple, what: str = "", span: Any = None) -> Any:
     """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
     fully known (derived from the composition, or a dynamic extent) stops a check."""
     if isinstance(info, tuple):
@@ -53,9 +53,9 @@ class DeclaredVariables:
     declared type of every variable reached and answers with abstract tensors."""
 
     def __init__(self) -> None:
-        self.declared: dict[str, TensorInfo] = {}
+        self.declared: dict[str, TensorType] = {}
 
-    def load(self, scoped: str, info: TensorInfo, span: Any = None) -> Any:
+    def load(self, scoped: str, info: TensorType, span: Any = None) -> Any:
         self.declared[scoped] = info
         return abstract_tensor(info, f"variable '{scoped}'", span)
 

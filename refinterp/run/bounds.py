@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from refinterp.language.instance import Invocation, OperatorInstance
-from refinterp.language.modules import LoadedModule, Program
+from refinterp.language.modules import LoadedModule, LoadedProgram
 from refinterp.language.values import NULL
 from refinterp.lower.bounds import Magnitudes, run_bounds
 from refinterp.numeric import error_bounds as eb
@@ -34,7 +34,7 @@ from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import Limits
 from refinterp.run.params import ParameterStore
-from refinterp.run.scope import Scope, ScopePath
+from refinterp.run.scope import BlockScope, ScopePath
 from refinterp.syntax import ast
 
 # intrinsics whose outputs select or move input values, or are decided from them
@@ -77,7 +77,7 @@ class BoundsExecutor(Executor):
     closures) and every tensor's error magnitudes (`table`); `events` counts why elements are
     unbounded, `unknown` names the intrinsics without a rule that ran."""
 
-    def __init__(self, program: Program, profile: rules.Profile, precision: eb.Precision,
+    def __init__(self, program: LoadedProgram, profile: rules.Profile, precision: eb.Precision,
                  params: ParameterStore | DeclaredVariables | None = None,
                  limits: Limits = Limits()) -> None:
         self.precision = precision
@@ -129,12 +129,12 @@ class BoundsExecutor(Executor):
             for item in _items(value):
                 self.table.put(item, np.full(item.shape, np.inf))
 
-    def tensor(self, node: ast.Expr, scope: Scope, path: ScopePath | None = None) -> Any:
+    def tensor(self, node: ast.Expr, scope: BlockScope, path: ScopePath | None = None) -> Any:
         value = super().tensor(node, scope, path)
         self._last_tensor = value
         return value
 
-    def carried_init(self, item: ast.Carried, scope: Scope) -> Any:
+    def carried_init(self, item: ast.Carried, scope: BlockScope) -> Any:
         """A typed carried value is a copy (or a broadcast) of its initial tensor: the same
         magnitudes."""
         value = super().carried_init(item, scope)

@@ -28,14 +28,14 @@ from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES
                                               limit_note)
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame, LoweringDiagnostic
 from refinterp.language.expr import Environment, evaluate
-from refinterp.language.instance import (Invocation, OperatorInstance, TensorInfo,
+from refinterp.language.instance import (Invocation, OperatorInstance, TensorType,
                                          describe_type, instantiate_cached)
 from refinterp.language.inputs import LengthError, declared_dims
-from refinterp.language.invocation import EmptyPack, item_type, tensor_info, typed_pack
+from refinterp.language.invocation import EmptyPack, item_type, tensor_type, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
 from refinterp.lower.common import constant_array, lowering_plan
-from refinterp.language.modules import (LoadedModule, Program, bundled_definition,
+from refinterp.language.modules import (LoadedModule, LoadedProgram, bundled_definition,
                                         find_operator, interface_differences,
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
@@ -47,7 +47,7 @@ from refinterp.run.hooks import Hooks
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import STEP_WORK, Limits, Work, declared_sizes, out_of_memory
 from refinterp.run.locate import declaration_span, relocate
-from refinterp.run.scope import Scope, ScopePath, live_after, value_names
+from refinterp.run.scope import BlockScope, ScopePath, live_after, value_names
 from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
@@ -58,7 +58,7 @@ POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pac
 class Executor:
     """Runs operators of a loaded program."""
 
-    def __init__(self, program: Program, profile: rules.Profile = rules.SPEC,
+    def __init__(self, program: LoadedProgram, profile: rules.Profile = rules.SPEC,
                  engine: Engine = ENGINES[DEFAULT_ENGINE],
                  params: ParameterStore | DeclaredVariables | None = None,
                  abstract: bool = False, limits: Limits = Limits(), hooks: Hooks = Hooks(),
@@ -200,7 +200,7 @@ class Executor:
                 inputs: dict[str, Any], path: ScopePath | None) -> dict[str, Any]:
         """Run the @compose block, then the @update block (§2.11)."""
         block = instance.definition.block("compose")
-        scope = Scope(instance, module, dict(inputs), path)
+        scope = BlockScope(instance, module, dict(inputs), path)
         for name, (info, value) in instance.constants.items():
             scope.tensors[name] = self.constant(info, value)
         variables = self.variables(instance, path)
@@ -231,7 +231,7 @@ class Executor:
         self.update(instance, scope, variables, path)
         return outputs
 
-    def constant(self, info: TensorInfo | tuple, value: Any) -> Any:
+    def constant(self, info: TensorType | tuple, value: Any) -> Any:
         """A @constant (or an input's default) as an array, or abstract when checking."""
         return abstract_tensor(info) if self.abstract else \
             typed_pack(info, constant_array(info, value))
@@ -262,14 +262,14 @@ class Executor:
                 values[decl.name] = self.params.load(scoped, info, decl.span)
         return values
 
-    def update(self, instance: OperatorInstance, scope: Scope, variables: dict[str, Any],
+    def update(self, instance: OperatorInstance, scope: BlockScope, variables: dict[str, Any],
                path: ScopePath | None) -> None:
         """§2.11: the @update block runs after @compose (seeing its intermediate tensors) and
         may assign the variables; their new values must keep the declared types and shapes."""
         block = instance.definition.block("update")
         if block is None:
             return
-        inner = Scope(scope.instance, scope.module, dict(scope.tensors), path, block="update")
+        inner = BlockScope(scope.instance, scope.module, dict(scope.tensors), path, block="update")
         for component in block.entries:
             self.component(component, inner)
         for name, old in variables.items():
@@ -285,11 +285,11 @@ class Executor:
             else:
                 self.params.update(scoped, new)
 
-    def check_output(self, name: str, declared: TensorInfo | tuple, value: Any,
+    def check_output(self, name: str, declared: TensorType | tuple, value: Any,
                      instance: OperatorInstance, what: str = "output") -> Any:
         """§2.10: composed outputs (and updated variables) must have the declared types and
         shapes; a dynamic extent must stay within its bound (§2.6)."""
-        actual = tensor_info(value)
+        actual = tensor_type(value)
         declared_items = declared if isinstance(declared, tuple) else (declared,)
         actual_items = actual if isinstance(actual, tuple) else (actual,)
         if item_type(declared) is not None and item_type(actual) is not None:
@@ -313,12 +313,12 @@ class Executor:
                         code="E0603")
         return value
 
-    def component(self, component: ast.Component, scope: Scope) -> None:
+    def component(self, component: ast.Component, scope: BlockScope) -> None:
         results = self.rhs(component.value, scope, len(component.targets),
                            self.component_path(component, scope))
         self.bind(component, component.targets, results, scope)
 
-    def component_path(self, component: ast.Component, scope: Scope) -> ScopePath | None:
+    def component_path(self, component: ast.Component, scope: BlockScope) -> ScopePath | None:
         """The scoped name of the invocation (or block) a component's right-hand side reduces
         to, by the two auto-label rules of §2.10 (an explicit label is applied where the
         invocation or block is run): rule 1, the lone component of an operator without local
@@ -333,7 +333,7 @@ class Executor:
             return (*scope.path, targets[0].name)
         return None
 
-    def reduces_to_invocation(self, node: ast.Rhs, scope: Scope) -> bool:
+    def reduces_to_invocation(self, node: ast.Rhs, scope: BlockScope) -> bool:
         """Whether a right-hand side is (or, choosing compile-time branches, reduces to) one
         invocation whose arguments invoke nothing; a labelled or single-result block counts
         too (§2.10.1: blocks are labelled like invocations)."""
@@ -355,13 +355,13 @@ class Executor:
             return self.reduces_to_invocation(node.otherwise, scope)
         return False
 
-    def invokes(self, node: object, scope: Scope) -> bool:
+    def invokes(self, node: object, scope: BlockScope) -> bool:
         """Whether an expression (a node, or a tuple of them) contains an operator
         invocation."""
         return any(isinstance(found, ast.Call) and self.is_invocation(found, scope)
                    for item in nodes(node) for found in walk(item))
 
-    def bind(self, component: ast.Component, targets: tuple, results: list, scope: Scope
+    def bind(self, component: ast.Component, targets: tuple, results: list, scope: BlockScope
              ) -> None:
         if len(results) != len(targets):
             raise ComposeDiagnostic(f"{len(results)} results for {len(targets)} targets",
@@ -390,7 +390,7 @@ class Executor:
                 continue
             raise ComposeDiagnostic("unsupported target", target.span)
 
-    def check_assignable(self, target: ast.LName, scope: Scope) -> None:
+    def check_assignable(self, target: ast.LName, scope: BlockScope) -> None:
         """§2.11: in the operator's own blocks (not in nested blocks, whose names shadow),
         variables are assigned only in @update and outputs only in @compose."""
         instance = scope.instance
@@ -404,7 +404,7 @@ class Executor:
             raise ComposeDiagnostic(f"output '{name}' can only be assigned in the @compose "
                                     f"block (spec §2.11)", target.span)
 
-    def check_typed_result(self, target: ast.LName, value: Any, scope: Scope) -> None:
+    def check_typed_result(self, target: ast.LName, value: Any, scope: BlockScope) -> None:
         """A typed result `y: real[n] = ...` must have that type and shape (extents written
         `~` are not checked)."""
         spec = target.type
@@ -447,7 +447,7 @@ class Executor:
 
     # ------------------------------------------------------------------ right-hand sides
 
-    def rhs(self, node: ast.Rhs, scope: Scope, expected: int,
+    def rhs(self, node: ast.Rhs, scope: BlockScope, expected: int,
             path: ScopePath | None = None) -> list[Any]:
         """The results of a right-hand side (one per target); `path` is the scoped name the
         invocation or block it reduces to gets unless it has an explicit label."""
@@ -466,7 +466,7 @@ class Executor:
             return self.loop(node, scope, expected, path)
         return [self.tensor(node, scope, path)]
 
-    def loop(self, node: ast.LoopExpr, scope: Scope, expected: int,
+    def loop(self, node: ast.LoopExpr, scope: BlockScope, expected: int,
              path: ScopePath | None = None) -> list[Any]:
         """§2.10.1 loops: carried values (`with`), scanned packs (`for`), a count `..(n)` /
         `..(i -> n)` (compile-time or a rank-0 int tensor), and `while` conditions before or
@@ -530,7 +530,7 @@ class Executor:
             self.empty_scans(node, inner, scans, len(carried), expected, path)
         return [inner.tensors[name] for name in carried] + scanned
 
-    def empty_scans(self, node: ast.LoopExpr, inner: Scope, scans: list[tuple[str, list]],
+    def empty_scans(self, node: ast.LoopExpr, inner: BlockScope, scans: list[tuple[str, list]],
                     carried: int, expected: int, path: ScopePath | None) -> list[list]:
         """The scanned outputs of a loop that ran no iteration (§2.10.1: a count, a scan or a
         condition may allow none; docs/semantics.md "Empty packs"): packs of zero items, typed
@@ -558,10 +558,10 @@ class Executor:
             results = checker.rhs(node.body, body, carried, path)
         except (Diagnostic, Undetermined):
             return untyped
-        return [EmptyPack(tensor_info(result)) if isinstance(result, AbstractTensor) else []
+        return [EmptyPack(tensor_type(result)) if isinstance(result, AbstractTensor) else []
                 for result in results[carried:]]
 
-    def carried_init(self, item: ast.Carried, scope: Scope) -> Any:
+    def carried_init(self, item: ast.Carried, scope: BlockScope) -> Any:
         value = self.tensor(item.init, scope)
         if item.type is None:
             return value
@@ -579,12 +579,12 @@ class Executor:
         if isinstance(value, AbstractTensor):
             return AbstractTensor(kind_of(dtype), tuple(shape))
         if value.ndim == 0:
-            self.limits.check_tensor(TensorInfo(kind_of(dtype), tuple(shape)), f"'{item.name}'",
+            self.limits.check_tensor(TensorType(kind_of(dtype), tuple(shape)), f"'{item.name}'",
                                      item.span)
             return np.full(shape, value, dtype=dtype)
         return value.astype(dtype)
 
-    def loop_count(self, node: ast.LoopExpr, scope: Scope) -> int | None:
+    def loop_count(self, node: ast.LoopExpr, scope: BlockScope) -> int | None:
         if node.count is None or node.count.count is None:
             return None
         value = self.tensor(node.count.count, scope)
@@ -602,7 +602,7 @@ class Executor:
                                     code="E0607")
         return count
 
-    def branch(self, node: ast.IfExpr, scope: Scope, expected: int,
+    def branch(self, node: ast.IfExpr, scope: BlockScope, expected: int,
                path: ScopePath | None = None) -> list[Any]:
         """§2.10.1: only the taken branch runs; a condition is compile-time or a bool tensor of
         volume 1."""
@@ -612,7 +612,7 @@ class Executor:
                 return self.rhs(then, scope, expected, path)
         return self.rhs(node.otherwise, scope, expected, path)
 
-    def condition(self, cond: ast.Rhs, scope: Scope) -> bool:
+    def condition(self, cond: ast.Rhs, scope: BlockScope) -> bool:
         if isinstance(cond, ast.Expr) and not isinstance(cond, ast.Call) and \
                 not self.mentions_tensor(cond, scope):
             value = evaluate(cond, scope.environment(self.profile))
@@ -628,17 +628,17 @@ class Executor:
             raise Undetermined("a condition depends on tensor values", cond.span)
         return bool(result.reshape(()))
 
-    def is_scalar_cast(self, node: ast.Call, scope: Scope) -> bool:
+    def is_scalar_cast(self, node: ast.Call, scope: BlockScope) -> bool:
         """A cast of a compile-time value, e.g. `real(factor * ..)` (§4.5 area_downsample):
         evaluated as a compile-time scalar, not invoked."""
         return len(node.callee) == 1 and node.callee[0] in CASTS and \
             not self.mentions_tensor(node, scope)
 
-    def mentions_tensor(self, node: ast.Expr, scope: Scope) -> bool:
+    def mentions_tensor(self, node: ast.Expr, scope: BlockScope) -> bool:
         """Whether the expression uses a tensor's value (`x.shape`/`x.rank` do not)."""
         return bool(value_names(node) & set(scope.tensors))
 
-    def tensor(self, node: ast.Expr, scope: Scope, path: ScopePath | None = None) -> Any:
+    def tensor(self, node: ast.Expr, scope: BlockScope, path: ScopePath | None = None) -> Any:
         """A tensor-valued expression: a name, a pack `[a, b]`, `~`, a compile-time choice
         between tensors (`c ? x : y`, `x ?? y`), or a compile-time scalar (a rank-0 tensor)."""
         if isinstance(node, ast.Placeholder):
@@ -702,7 +702,7 @@ class Executor:
                                     "argument is a real, an int or a bool", node.span)
         return np.array(value, dtype=DTYPES[rules.kind(value)])
 
-    def pack_items(self, node: ast.Subscript, scope: Scope) -> Any:
+    def pack_items(self, node: ast.Subscript, scope: BlockScope) -> Any:
         """`xs[k]`, `xs[::-1]`, `xs[[0, 2]]`, `xs[mask]` on a pack of tensors (§2.10: the
         right-hand side may be "a compile-time expression resulting in a tuple of tensors (or
         packs of tensors)"): the index must be compile-time; the items it selects are those
@@ -731,7 +731,7 @@ class Executor:
 
     # ------------------------------------------------------------------ invocations
 
-    def is_invocation(self, node: ast.Call, scope: Scope) -> bool:
+    def is_invocation(self, node: ast.Call, scope: BlockScope) -> bool:
         return self.resolve(node, scope.module, quiet=True) is not None
 
     def resolve(self, node: ast.Call, module: LoadedModule, quiet: bool = False
@@ -753,7 +753,7 @@ class Executor:
                                 unknown_operator_notes(node.callee, module, self.program.stdlib),
                                 code="E0601")
 
-    def invoke(self, node: ast.Call, scope: Scope, path: ScopePath | None = None) -> list[Any]:
+    def invoke(self, node: ast.Call, scope: BlockScope, path: ScopePath | None = None) -> list[Any]:
         """Run an invocation. Its scoped name: the explicit label under the caller's scope, or
         `path` (auto-label); an invoked graph without an explicit label is its own root scope
         `module.graph` (§2.10)."""
@@ -781,7 +781,7 @@ class Executor:
                     jagged.append(decl.name)
                     padded = value
                 inputs[decl.name] = padded
-        invocation = Invocation(attributes, {k: tensor_info(v) for k, v in inputs.items()},
+        invocation = Invocation(attributes, {k: tensor_type(v) for k, v in inputs.items()},
                                 generics, self.profile)
         self.depth += 1
         try:

@@ -27,7 +27,7 @@ class DynamicExtents:
         self._axes: dict[int, tuple[weakref.ref, frozenset[int]]] = {}
 
     def mark(self, declared: dict[str, Any], outputs: dict[str, Any]) -> None:
-        """Record the dynamic axes of `outputs` from their declared types (a TensorInfo, or a
+        """Record the dynamic axes of `outputs` from their declared types (a TensorType, or a
         tuple of them for a pack output)."""
         for name, value in outputs.items():
             info = declared.get(name)

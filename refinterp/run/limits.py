@@ -21,7 +21,7 @@ from typing import Any
 
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic
 from refinterp.core.source import Span
-from refinterp.language.invocation import OperatorInstance, TensorInfo
+from refinterp.language.invocation import OperatorInstance, TensorType
 from refinterp.lower.common import lowering_plan
 from refinterp.lower.plan import allocation_shape
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE,
@@ -79,7 +79,7 @@ class Limits:
                                      f"(each nesting level holds Python frames and memory); "
                                      f"got {self.max_depth}")
 
-    def check_tensor(self, info: TensorInfo | tuple, what: str, span: Span | None = None
+    def check_tensor(self, info: TensorType | tuple, what: str, span: Span | None = None
                      ) -> None:
         """A tensor (or pack) of this type may be made: its length and each item's bytes."""
         if isinstance(info, tuple):
@@ -112,9 +112,9 @@ class Limits:
         for formula in plan.formulas:
             if formula.counted is not None:
                 info = instance.outputs[formula.output]
-                assert isinstance(info, TensorInfo)
+                assert isinstance(info, TensorType)
                 shape = allocation_shape(plan, formula.output, info)
-                self.check_tensor(TensorInfo(info.dtype, shape),
+                self.check_tensor(TensorType(info.dtype, shape),
                                   f"'{formula.output}' of '{instance.definition.name}' at the "
                                   f"bound of its extent '{formula.counted.name}'",
                                   declaration_span(instance.definition, formula.output))

@@ -32,12 +32,12 @@ import numpy as np
 
 from refinterp.numeric.representation import MAX_TENSOR_SIZE, NUMPY_DTYPES as DTYPES, kind_of
 from refinterp.core.diagnostics import ParameterDiagnostic
-from refinterp.language.instance import TensorInfo, describe_type
+from refinterp.language.instance import TensorType, describe_type
 from refinterp.core.source import Span
 from refinterp.numeric.tensorfile import read_tensor
 
 
-def random_value(name: str, info: TensorInfo, seed: int) -> np.ndarray:
+def random_value(name: str, info: TensorType, seed: int) -> np.ndarray:
     """A reproducible random value for variable `name`: real N(0, 1) scaled by 1/sqrt of the
     volume of all but the first dimension (so deep graphs stay finite), int in [0, 10), bool
     with probability 1/2. The generator is seeded by (seed, crc32 of the name), so a variable's
@@ -76,7 +76,7 @@ class ParameterStore:
             names.append(scoped[len(prefix):])
         return names
 
-    def load(self, scoped: str, info: TensorInfo, span: Span | None = None) -> np.ndarray:
+    def load(self, scoped: str, info: TensorType, span: Span | None = None) -> np.ndarray:
         """The current value of variable `scoped`, checked against its declared type/shape."""
         if scoped in self.loaded:
             return self.loaded[scoped]
@@ -94,7 +94,7 @@ class ParameterStore:
         self.read[scoped] = value
         return value
 
-    def _find(self, scoped: str, info: TensorInfo) -> tuple[np.ndarray | None, str]:
+    def _find(self, scoped: str, info: TensorType) -> tuple[np.ndarray | None, str]:
         given = [name for name in self.candidates(scoped) if name in self.arrays]
         if given:  # the full name wins; a second entry for the same variable counts as used
             self.used.update(given)
@@ -109,7 +109,7 @@ class ParameterStore:
         return None, ""
 
     @staticmethod
-    def _check(scoped: str, info: TensorInfo, value: np.ndarray, origin: str,
+    def _check(scoped: str, info: TensorType, value: np.ndarray, origin: str,
                span: Span | None) -> None:
         kind = kind_of(value)
         shape = tuple(value.shape)

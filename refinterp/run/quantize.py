@@ -21,7 +21,7 @@ from refinterp.numeric import rules
 from refinterp.language.modules import find_operator
 from refinterp.core.diagnostics import Diagnostic, Frame, QuantizationDiagnostic
 from refinterp.language.expr import evaluate
-from refinterp.language.instance import Invocation, OperatorInstance, TensorInfo, instantiate
+from refinterp.language.instance import Invocation, OperatorInstance, TensorType, instantiate
 from refinterp.language.modules import LoadedModule
 from refinterp.core.source import Span
 from refinterp.syntax import ast
@@ -35,7 +35,7 @@ class QuantEntry:
 
     tensor: str
     kind: str                 # input, output, variable, constant, intermediate or nested
-    info: TensorInfo | tuple | None
+    info: TensorType | tuple | None
     operator: str             # as written, e.g. quant.zero_point_linear_quantize
     attributes: dict[str, Value]
     span: Span
@@ -104,7 +104,7 @@ def quantization(instance: OperatorInstance, module: LoadedModule,
                 f"quantization operator '{name}' must have exactly one input and one output "
                 f"(spec §2.14)", entry.span)
         attributes = {a.name: evaluate(a.value, env) for a in entry.attributes or ()}
-        info = _known_info(instance, entry.tensor) if kind != "nested" else None
+        info = _known_type(instance, entry.tensor) if kind != "nested" else None
         if info is not None and not isinstance(info, tuple):
             generics = tuple(instance.dtypes.get(g.name, g.name) for g in entry.generics)
             invocation = Invocation(attributes, {inputs.entries[0].name: info}, generics,
@@ -118,7 +118,7 @@ def quantization(instance: OperatorInstance, module: LoadedModule,
     return entries
 
 
-def _known_info(instance: OperatorInstance, path: tuple[str, ...]) -> TensorInfo | tuple | None:
+def _known_type(instance: OperatorInstance, path: tuple[str, ...]) -> TensorType | tuple | None:
     if len(path) != 1:
         return None
     name = path[0]
@@ -131,7 +131,7 @@ def _known_info(instance: OperatorInstance, path: tuple[str, ...]) -> TensorInfo
     value = instance.symbols.get(name)
     shape = getattr(value, "shape", None)
     if shape is not None:  # an input: bound as a TensorValue symbol
-        return TensorInfo(value.dtype, tuple(shape))
+        return TensorType(value.dtype, tuple(shape))
     return None
 
 

@@ -24,7 +24,7 @@ ScopePath = tuple[str, ...]
 
 
 @dataclass
-class Scope:
+class BlockScope:
     """Tensors visible in a @compose / @update block (packs as lists), the instance's symbols,
     and the name scope (spec §2.10 "Labelling operator invocations"): `path` is the dotted scoped
     name of the operator instance or labelled block (None when it has no name), `propagate`
@@ -40,9 +40,9 @@ class Scope:
     block: str = "compose"
     nested: bool = False
 
-    def child(self, path: ScopePath | None = None) -> "Scope":
+    def child(self, path: ScopePath | None = None) -> "BlockScope":
         """A nested scope (a region or loop body): same tensors, own assignments."""
-        return Scope(self.instance, self.module, dict(self.tensors),
+        return BlockScope(self.instance, self.module, dict(self.tensors),
                      self.path if path is None else path, False, self.block, True)
 
     def environment(self, profile: rules.Profile) -> Environment:

@@ -9,7 +9,7 @@ chain (the way lark's `Visitor` and sqlglot's one-method-per-node generator work
             return set().union(*(self.visit(child) for child in children(node)))
 
 A pass that must handle every expression class sets `complete = True`; then it raises
-`UnhandledNode` for a class it has no method for, and tests/test_visitor.py fails until every
+`UnhandledNode` for a class it has no method for, and tests/syntax/test_visitor.py fails until every
 such pass has a method for every class in `EXPRESSION_CLASSES` — adding a node type cannot be
 forgotten in a pass that claims to handle them all.
 """

@@ -9,6 +9,7 @@ import pytest
 from refinterp.api import run_operator
 from refinterp.core.diagnostics import Diagnostic
 
+from testsupport.image_references import keys_kernel, ref_grid_sample
 from .conftest import run
 
 # ----------------------------------------------------------------------------- NumPy references
@@ -277,15 +278,6 @@ def test_resize_rejects_unknown_mode(rng):
 # ----------------------------------------------------------------------------- cubic_resize
 
 
-def keys_kernel(t: float, a: float) -> float:
-    t = abs(t)
-    if t <= 1:
-        return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
-    if t < 2:
-        return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a
-    return 0.0
-
-
 def ref_cubic_resize(x: np.ndarray, axes: list[int], size: list[int], transform: str,
                      a: float) -> np.ndarray:
     """An explicit interpolation matrix per axis (border taps replicate the edge)."""
@@ -385,47 +377,6 @@ def test_roi_pool_rejects_bad_index(rng):
 
 
 # ----------------------------------------------------------------------------- grid_sample
-
-
-def _reflect(i: int, n: int) -> int:
-    """Mirror at 0 and n - 1 until inside (edge cells not repeated)."""
-    if n == 1:
-        return 0
-    while not 0 <= i < n:
-        i = -i if i < 0 else 2 * (n - 1) - i
-    return i
-
-
-def ref_grid_sample(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
-                    aligned: bool) -> np.ndarray:
-    """Point by point: taps per axis, their weights multiplied, padding applied per tap."""
-    import itertools
-    spatial = x.shape[2:]
-    out = np.zeros(x.shape[:2] + grid.shape[1:-1])
-    for b in range(x.shape[0]):
-        for z in np.ndindex(*grid.shape[1:-1]):
-            taps = []
-            for gk, n in zip(grid[(b,) + z][::-1], spatial):  # x first in the grid
-                p = (gk + 1) / 2 * (n - 1) if aligned else ((gk + 1) * n - 1) / 2
-                f = int(np.floor(p))
-                if mode == "NEAREST":
-                    taps.append([(int(np.sign(p) * np.floor(abs(p) + 0.5)), 1.0)])
-                elif mode == "LINEAR":
-                    taps.append([(f, 1 - (p - f)), (f + 1, p - f)])
-                else:
-                    taps.append([(t, keys_kernel(p - t, -0.75)) for t in range(f - 1, f + 3)])
-            for combo in itertools.product(*taps):
-                index = [i for i, _ in combo]
-                weight = np.prod([w for _, w in combo])
-                if padding == "ZEROS":
-                    if not all(0 <= i < n for i, n in zip(index, spatial)):
-                        continue
-                elif padding == "REPLICATE":
-                    index = [min(max(i, 0), n - 1) for i, n in zip(index, spatial)]
-                else:
-                    index = [_reflect(i, n) for i, n in zip(index, spatial)]
-                out[(b, slice(None)) + z] += weight * x[(b, slice(None)) + tuple(index)]
-    return out
 
 
 @pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])

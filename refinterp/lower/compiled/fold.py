@@ -545,7 +545,7 @@ class _Folder(ExprVisitor[Any]):
             raise Refused("fold operand")
         if not pack:
             # an empty sum of a tensor access is 0 or 0.0 by the tensor's type
-            # (FormulaRunner.item_kind); other operands give the int 0
+            # (FormulaClosures.item_kind); other operands give the int 0
             if isinstance(node.operand, ast.Subscript):
                 raise Refused("empty fold of an access")
             return self.constant(fold_pack(node.op, (), False, "any", None), node)

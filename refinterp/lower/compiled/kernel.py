@@ -1,6 +1,6 @@
 """Code generation for the compiled engine, part three: the formula (`Generator`): its locals,
 condition, value and store inside its loops, as the source of one kernel function
-`kernel(K, OOR, OVERFLOW, MIN, MAX, T_0, ..)` over flat lists (`compiled.runner` compiles and
+`kernel(K, OOR, OVERFLOW, MIN, MAX, T_0, ..)` over flat lists (`compiled.engine` compiles and
 runs it).
 """
 

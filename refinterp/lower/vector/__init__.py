@@ -4,6 +4,7 @@ iteration space, its boxes and what a formula needs before it runs; `evaluation`
 an expression over a box; `access`: tensor reads; `stores`: writes (view assignment,
 reduction, contraction, scatter), with `taps` (tap-by-tap stores), `sums` (sums in another
 order than the definition's, certified or summed again) and `products` (BLAS and einsum
-contractions); `runner`: each formula box by box, a refused one on the compiled engine.
+contractions); `engine`: the entry point, each formula box by box, a refused one on the
+compiled engine.
 
 May import: rings 0–2 and refinterp.lower's `plan`, `common`, `reference` and `compiled`."""

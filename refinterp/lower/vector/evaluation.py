@@ -38,7 +38,7 @@ from refinterp.syntax.visitor import ExprVisitor
 _UNSEEN = object()
 
 
-class Scope:
+class FormulaContext:
     """What the evaluation of one formula reads, for every box of a run: the instance, the
     arrays by name, the profile, the formula's facts and the run's prepared inputs."""
 
@@ -80,24 +80,24 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     complete = True
 
-    def __init__(self, scope: Scope, box: Box) -> None:
-        self.scope, self.box = scope, box
-        self.arrays, self.profile, self.symbols = scope.arrays, scope.profile, scope.symbols
+    def __init__(self, context: FormulaContext, box: Box) -> None:
+        self.context, self.box = context, box
+        self.arrays, self.profile, self.symbols = context.arrays, context.profile, context.symbols
 
     def visit(self, node: Any, *args: Any) -> Any:
         """The value of `node` over the box, for the iterations of `active` (args[0]); a
         compile-time subexpression is evaluated once per instance and profile."""
-        folded = self.scope.folded
+        folded = self.context.folded
         value = folded.get(id(node), _UNSEEN)
         if value is RUNTIME:
             return super().visit(node, *args)
         if value is not _UNSEEN:
             return value
-        if not self.scope.classify(node):
+        if not self.context.classify(node):
             folded[id(node)] = RUNTIME
             return super().visit(node, *args)
         try:
-            value = evaluate(node, self.scope.environment)
+            value = evaluate(node, self.context.environment)
         except Diagnostic:
             raise Refused("a compile-time error") from None
         folded[id(node)] = value
@@ -289,7 +289,7 @@ class BoxEvaluator(ExprVisitor[Any]):
 
     def call(self, name: str, args: tuple, active: Mask) -> Any:
         """A cast or a one-argument built-in function."""
-        target = self.scope.instance.dtypes.get(name, name)
+        target = self.context.instance.dtypes.get(name, name)
         if target in CASTS:
             if not args:
                 return rules.default_value(target)
@@ -473,7 +473,7 @@ class BoxEvaluator(ExprVisitor[Any]):
         """`target` (tensor `name`, pack item k) at the indices `raw`: a strided view where
         they are affine (reading zero padding only with `padding`), else a gather."""
         if affine_form:
-            found = strided_view(self.box, self.scope.inputs, (name, k), raw, target, padding)
+            found = strided_view(self.box, self.context.inputs, (name, k), raw, target, padding)
             if found is not None:
                 return found
         positions = self.resolved(raw, active, target.shape)
@@ -537,7 +537,7 @@ class BoxEvaluator(ExprVisitor[Any]):
     def product_factors(self, node: ast.Expr) -> list[ast.Expr]:
         """The operands of a product chain `a * b * c` (left-associated), looking through
         `?:` with a compile-time condition; else [node]."""
-        if isinstance(node, ast.Select) and self.scope.is_compile_time(node.cond):
+        if isinstance(node, ast.Select) and self.context.is_compile_time(node.cond):
             flag = self.visit(node.cond, None)
             if isinstance(flag, bool):
                 chosen = node.then if flag else node.otherwise
