@@ -142,7 +142,7 @@ class Program:
 
 def __getattr__(name: str) -> Any:
     """`stdlib_modules` and `OperatorSignature` (refinterp.signature), imported when first
-    asked for: a run needs no signatures (start-up time, docs/architecture.md)."""
+    asked for: a run needs no signatures (start-up time, docs/performance.md)."""
     if name in ("stdlib_modules", "OperatorSignature"):
         from refinterp import signature as signatures
 

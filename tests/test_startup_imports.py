@@ -1,4 +1,4 @@
-"""Start-up (docs/architecture.md "Start-up"): what a cold command imports and builds. No
+"""Start-up (docs/performance.md "Start-up"): what a cold command imports and builds. No
 timings are asserted (tools/bench_startup.py measures them); these tests keep the choices
 that made start-up fast from being undone unnoticed, and check that each changes nothing a
 user sees: a command's parser built alone is the one built with all the others, and a

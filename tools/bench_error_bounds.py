@@ -10,7 +10,7 @@ Usage: python tools/bench_error_bounds.py [--suite DIR] [--garbage] [-j N]
   everywhere, or every value times 1.001, passes either.
 - The time to compute the error magnitudes of every value case of the suite's manifest
   (`refinterp.golden.magnitudes.compute_bounds`) against the plain evaluation of the same cases
-  on the scalar engine and on `auto` (one warm-up pass, then one timed pass of each, case by
+  on the compiled engine and on `auto` (one warm-up pass, then one timed pass of each, case by
   case interleaved); the outputs must equal the golden outputs bit for bit, and the rule of
   every output is counted.
 - With --garbage: the suite copied to a temporary folder with a `bounds.npz` per case (m where
@@ -94,11 +94,11 @@ def timing(suite: Path) -> None:
     cases = [c for c in load_suite(suite) if c.error is None and c.broken is None]
     rules: collections.Counter = collections.Counter()
     differ = []
-    totals = {"scalar": 0.0, "auto": 0.0, "bounds": 0.0}
+    totals = {"compiled": 0.0, "auto": 0.0, "bounds": 0.0}
     for timed in (False, True):
         for case in cases:
             params = case.params or None
-            for engine in ("scalar", "auto"):
+            for engine in ("compiled", "auto"):
                 start = time.perf_counter()
                 api.evaluate(case.model, inputs=case.inputs, params=params,
                              profile=case.profile, engine=engine)
@@ -115,8 +115,8 @@ def timing(suite: Path) -> None:
                         differ.append(f"{case.id}:{key}")
                 for bound in run.bounds.values():
                     rules[bound.rule.split(" at ")[0].split(":")[0]] += 1
-    print(f"{len(cases)} value cases: magnitudes {totals['bounds']:.2f} s, plain scalar "
-          f"{totals['scalar']:.2f} s ({totals['bounds'] / totals['scalar']:.2f}x), plain auto "
+    print(f"{len(cases)} value cases: magnitudes {totals['bounds']:.2f} s, plain compiled "
+          f"{totals['compiled']:.2f} s ({totals['bounds'] / totals['compiled']:.2f}x), plain auto "
           f"{totals['auto']:.2f} s ({totals['bounds'] / totals['auto']:.2f}x)")
     print("outputs by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(rules.items())))
     print(f"outputs differing from the golden: {len(differ)} {' '.join(differ[:5])}")

@@ -46,7 +46,7 @@ def command_module(name: str) -> ModuleType:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of the command line; with `command`, only that command's parser is added,
     which is all `main` needs once the command is known (start-up time: only its module is
-    imported; docs/architecture.md "Start-up")."""
+    imported; docs/performance.md "Start-up")."""
     parser = argparse.ArgumentParser(
         prog="refinterp",
         description="Reference interpreter and semantics oracle for SkriptND (NNEF 2.0).")
@@ -89,7 +89,7 @@ _SKIPPING_FINAL_COLLECTION: list[bool] = []
 
 
 def _skip_final_collection() -> None:
-    """Let the process end without Python's final garbage collection (docs/architecture.md
+    """Let the process end without Python's final garbage collection (docs/performance.md
     "Start-up"): a full pass over every object numpy, refinterp and the parsed modules made,
     a sixth of a one-op `eval`, which frees nothing the ending process would not. Registered
     with atexit, so it acts only when the process ends (an in-process caller of `main` keeps
@@ -103,7 +103,7 @@ def _import_api_uncollected() -> None:
     """Import `refinterp.api` (NumPy, the language, the engines: every command goes through
     it) with the collector paused, then freeze what the imports made (`gc.freeze`): objects
     that live as long as the process, which a collection during the imports, or any later
-    one, would traverse for nothing (docs/architecture.md "Start-up"). For a command-line
+    one, would traverse for nothing (docs/performance.md "Start-up"). For a command-line
     process only: an in-process caller of `main` keeps its collector as it is."""
     collecting = gc.isenabled()
     gc.disable()

@@ -18,8 +18,10 @@ needs (an unknown back-end name lists it as not installed when one is missing). 
   does), or registered under the entry-point group `refinterp.backends`; by default it runs
   in a worker process (`IsolatedBackend`), so that a hang, an exit or a segfault is one case's
   timeout or crash; `make_backend(..., in_process=True)` loads it into this process;
-- the built-in `refinterp:scalar`, `refinterp:vector`, `refinterp:auto` and
-  `refinterp:khronos` (refinterp itself under the khronos profile), always in this process.
+- the built-in `refinterp:reference`, `refinterp:compiled`, `refinterp:vector`,
+  `refinterp:auto` and `refinterp:khronos` (refinterp itself under the khronos profile),
+  always in this process; `refinterp:scalar`, the name of earlier releases, is
+  `refinterp:compiled`.
 """
 
 from __future__ import annotations
@@ -119,8 +121,10 @@ class _RefinterpRunner:
                             engine=self.backend.engine, profile=self.backend.profile).outputs
 
 
-BUILT_IN = {"refinterp:scalar": ("scalar", "spec"), "refinterp:vector": ("vector", "spec"),
+BUILT_IN = {"refinterp:reference": ("reference", "spec"),
+            "refinterp:compiled": ("compiled", "spec"), "refinterp:vector": ("vector", "spec"),
             "refinterp:auto": ("auto", "spec"), "refinterp:khronos": ("auto", "khronos")}
+BUILT_IN_ALIASES = {"refinterp:scalar": "refinterp:compiled"}  # names of earlier releases
 
 
 # --------------------------------------------------------------------------- any program
@@ -463,6 +467,7 @@ class BackendNameError(Exception):
 def resolve(name: str) -> Any:
     """The back end called `name`: built in, `module:attribute`, or an entry point of the
     group `refinterp.backends`."""
+    name = BUILT_IN_ALIASES.get(name, name)
     if name in BUILT_IN:
         engine, profile = BUILT_IN[name]
         return RefinterpBackend(engine, profile)

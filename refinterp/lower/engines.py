@@ -3,7 +3,7 @@
 
 Every engine is a function `(instance, inputs, profile) -> outputs` with the contract of
 `refinterp.lower.reference.run_reference`: the reference is the definition, every other engine
-must compute the same function (docs/architecture.md, "The vector engine"):
+must compute the same function (docs/performance.md, "The vector engine"):
 
 - `reference`: element by element in pure Python, each formula as closures (the definition);
 - `compiled`: each formula as generated Python source where it can be (bit for bit the

@@ -354,3 +354,20 @@ def test_the_documented_expectations_file_reads(tmp_path: Path) -> None:
     (tmp_path / "e.toml").write_text(block)
     (entry,) = read_expectations(tmp_path / "e.toml")
     assert entry.matches("math.div/int_rounding") and entry.phase == "compare"
+
+
+def test_built_in_back_ends_are_the_engines_by_name() -> None:
+    """Each engine of refinterp.lower.engines is a built-in back end; `refinterp:scalar`, the
+    name of earlier releases, is the compiled engine; an unknown one lists the real names."""
+    from refinterp.harness import backends
+    from refinterp.lower.engines import ENGINE_NAMES
+
+    for engine in ENGINE_NAMES:
+        backend = backends.resolve(f"refinterp:{engine}")
+        assert (backend.engine, backend.profile) == (engine, "spec")
+    assert backends.resolve("refinterp:scalar").engine == "compiled"
+    assert backends.resolve("refinterp:khronos").profile == "khronos"
+    with pytest.raises(backends.BackendNameError) as raised:
+        backends.resolve("refinterp:fast")
+    assert "refinterp:reference" in str(raised.value) and "scalar" not in str(raised.value)
+

@@ -1,4 +1,4 @@
-"""The compiled engine's generated code is compiled once per instance (docs/architecture.md
+"""The compiled engine's generated code is compiled once per instance (docs/performance.md, bullet
 "Engine choice"): `compiled.engine.compile_formula` keeps the kernel on the
 instance, keyed by the formula, the profile and the layout of the arrays (never their values),
 and makes only the closure that reads them per call. A rerun must compute the same function,

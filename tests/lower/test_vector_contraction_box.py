@@ -1,5 +1,5 @@
 """A contraction runs as one box when what it allocates fits the memory budget
-(docs/architecture.md "The vector engine", bullets "Memory" and "Summation order").
+(docs/performance.md "The vector engine", bullets "Memory" and "Summation order").
 
 - `vector.space.contraction_box`: a `+=` of a product of tensor accesses is planned by what
   a contraction really allocates (each factor's own axes, the output cells), not 48 bytes

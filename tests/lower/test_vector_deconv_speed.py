@@ -1,4 +1,4 @@
-"""The faster tap-by-tap `+=` of the vector engine (docs/architecture.md "The vector
+"""The faster tap-by-tap `+=` of the vector engine (docs/performance.md "The vector
 engine", bullet "Taps"): the pieces that made `nn.deconv` cheaper must keep the engines'
 contract (docs/semantics.md "Engines").
 

@@ -1,5 +1,5 @@
 """The vector engine: a @lower block with whole-array NumPy operations, which must compute the
-function the reference defines (docs/architecture.md, "The vector engine"). `space`: the
+function the reference defines (docs/performance.md, "The vector engine"). `space`: the
 iteration space, its boxes and what a formula needs before it runs; `evaluation`: the value of
 an expression over a box; `access`: tensor reads; `stores`: writes (view assignment,
 reduction, contraction, scatter), with `taps` (tap-by-tap stores), `sums` (sums in another

@@ -1,4 +1,4 @@
-"""Tensor reads of the vector engine over one box (docs/architecture.md, "The vector engine",
+"""Tensor reads of the vector engine over one box (docs/performance.md, "The vector engine",
 "Accesses"): positions with their guards resolved, strided views, zero padding and gathers.
 
 An access whose indices are all affine in the axes (`2 * i + j - 1`, a constant, a plain axis)

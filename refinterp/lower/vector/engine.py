@@ -1,5 +1,5 @@
 """The vector engine's entry point: `run_vector` runs a lowering plan (plan.py) with whole-array
-NumPy operations, each formula box by box (docs/architecture.md, "The vector engine").
+NumPy operations, each formula box by box (docs/performance.md, "The vector engine").
 
 It computes the function the reference defines (refinterp.lower.reference), formula by formula.
 A formula reading its own output (`:=` under a condition, as in argmax) runs its reduced axes

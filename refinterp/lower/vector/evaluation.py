@@ -1,4 +1,4 @@
-"""The vector engine's expression evaluator (docs/architecture.md, "The vector engine"): the
+"""The vector engine's expression evaluator (docs/performance.md, "The vector engine"): the
 value of an expression over one box, as an `ExprVisitor` with one method per node class.
 
 A value is a Python value (a compile-time subexpression, evaluated once per instance by the

@@ -1,4 +1,4 @@
-"""The vector engine's iteration space (docs/architecture.md, "The vector engine").
+"""The vector engine's iteration space (docs/performance.md, "The vector engine").
 
 A formula's iteration space has one axis per index symbol (a packed index: one axis per
 component), in declaration order. It is run in boxes: axes that must take one value at a time

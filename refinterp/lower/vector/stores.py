@@ -1,4 +1,4 @@
-"""Stores of the vector engine (docs/architecture.md, "The vector engine", "Stores"): how the
+"""Stores of the vector engine (docs/performance.md, "The vector engine", "Stores"): how the
 values of one box reach the output.
 
 Positions that are each a constant or a distinct axis ("plain"), or affine in the axes with

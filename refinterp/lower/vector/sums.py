@@ -1,5 +1,5 @@
 """Sums the vector engine computes in another order than the definition's (reductions,
-contractions, taps; docs/architecture.md "The vector engine", "Summation order", "Blocked
+contractions, taps; docs/performance.md "The vector engine", "Summation order", "Blocked
 contractions"): `add_in_order` keeps such a sum where its error bound fits within half the
 engines' tolerance and sums the other cells again one term at a time in iteration order. The
 bounds: `gamma` (roundings), `upper_norm` and `magnitude_bound` (Cauchy-Schwarz bounds of the

@@ -1,4 +1,4 @@
-"""The vector engine's tap-by-tap stores (docs/architecture.md "The vector engine", "Taps"): a
+"""The vector engine's tap-by-tap stores (docs/performance.md "The vector engine", "Taps"): a
 real `+=` of a product whose positions are affine in the axes but address cells more than once
 (a transposed convolution's `|stride * i + dilation * j - offset|`): per value of the "tap"
 axes (`TapForm`), one contraction's part added into a strided slice of the output
