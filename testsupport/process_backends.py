@@ -1,6 +1,6 @@
-"""Python back ends that misbehave as processes, for tests/harness/test_backend_processes.py: each is
-refinterp itself (`faulty_backends.Faulty`) until the case whose id contains `TRIGGER`, where
-it hangs, exits, crashes or leaves a process behind. Named
+"""Python back ends that misbehave as processes, for tests/harness/test_backend_processes.py:
+each is refinterp itself (`faulty_backends.Faulty`) until the case whose id contains
+`TRIGGER`, where it hangs, exits, crashes or leaves a process behind. Named
 `testsupport.process_backends:<Class>`.
 
 A process they leave behind carries a marker in its command line (`sleep 31337.<n>`), so that

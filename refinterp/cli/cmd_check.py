@@ -31,8 +31,8 @@ def add_parser(commands: Any) -> None:
     which = check.add_mutually_exclusive_group()
     which.add_argument("--backend", metavar="NAME",
                        help="refinterp:reference, refinterp:compiled, refinterp:vector, "
-                            "refinterp:auto, refinterp:khronos, module:attribute, or an entry point of the "
-                            "group refinterp.backends")
+                            "refinterp:auto, refinterp:khronos, module:attribute, or an "
+                            "entry point of the group refinterp.backends")
     which.add_argument("--backend-cmd", metavar="COMMAND",
                        help="a shell command run per case with {model} {dir} {inputs} {params} "
                             "{outputs} {probes} {views}; exit 0 = outputs written, "

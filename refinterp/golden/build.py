@@ -7,10 +7,10 @@ the buffers its inputs' strided views read (golden.layouts). The suite folder ho
 per case, `<operator>/<name>/` (a model case: `model.<name>/`), and `manifest.json`.
 
 How a value is computed: the case runs on the vector engine, counting the iterations of its
-@lower formulas; up to SCALAR_LIMIT iterations it runs again on the scalar engine (the
-definition), the two must agree within the engines' documented tolerance, and the scalar
-result is the golden one. Above the limit the vector result is. Every profile other than the
-case's own is tried too; where it gives another result (or an error where the case has none,
+@lower formulas; up to SCALAR_LIMIT iterations it runs again on the compiled engine (the
+definition, bit for bit the reference), the two must agree within the engines' documented
+tolerance, and the compiled result is the golden one. Above the limit the vector result is.
+Every profile other than the case's own is tried too; where it gives another result (or an error where the case has none,
 or the reverse), the suite gets a variant case `<name>@<profile>`.
 
 Everything written is canonical: arrays by `refinterp.io.encode_npz` (fixed bytes), JSON with
@@ -62,7 +62,7 @@ class BuildError(GoldenDiagnostic):
 
 
 # the error magnitudes of a case's real outputs (docs/golden.md "Per-element error bounds"),
-# found only where the scalar engine runs too (up to SCALAR_LIMIT iterations): the analysis
+# found only where the compiled engine runs too (up to SCALAR_LIMIT iterations): the analysis
 # runs the definition element by element
 BOUNDS_FILE = "bounds.npz"
 

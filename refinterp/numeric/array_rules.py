@@ -3,11 +3,11 @@
 Each function here is the array form of one scalar rule of `refinterp.numeric.rules` and must give,
 element by element, the value that rule gives (tests/numeric/test_array_semantics.py checks them on
 edge values: nan, ±inf, ±0.0, int64 extremes, both profiles). Where the scalar rule raises a
-NumericError, or where an int result might not fit in int64 (the scalar engine computes with
+NumericError, or where an int result might not fit in int64 (the reference computes with
 unbounded ints and only checks what it stores), the array rule does not guess: it raises
 `Refused`, and the vector engine hands that formula to the definition, which decides (an
 exact value or the diagnostic). Only elements under the `active` mask count: an inactive
-element is one the scalar engine never evaluates (a skipped iteration, the other branch of
+element is one the reference never evaluates (a skipped iteration, the other branch of
 `?:`), so its value is irrelevant and may not raise.
 
 Transcendental functions use NumPy's implementations, which may differ from the C library's in

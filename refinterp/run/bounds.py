@@ -73,7 +73,7 @@ class MagnitudeTable:
 
 
 class BoundsExecutor(Executor):
-    """Runs an operator or graph computing the definition's values (the scalar engine's
+    """Runs an operator or graph computing the definition's values (the reference's
     closures) and every tensor's error magnitudes (`table`); `events` counts why elements are
     unbounded, `unknown` names the intrinsics without a rule that ran."""
 

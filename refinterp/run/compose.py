@@ -1,4 +1,4 @@
-"""Running operators (spec §2.10): an operator runs by its @lower formulas (scalar engine), by its
+"""Running operators (spec §2.10): an operator runs by its @lower formulas (an engine), by its
 @compose block (recursively, each invocation instantiated first), or, without a body, by an
 intrinsic registered under its qualified name.
 

@@ -1,7 +1,8 @@
 """Canonical printer: AST → SkriptND text (`refinterp fmt`).
 
 `parse(format_module(tree)) == tree` for every tree the parser produces (spans aside); the
-hypothesis round-trip tests in tests/syntax/test_printer.py and tests/syntax/test_fmt_comments.py check this.
+hypothesis round-trip tests in tests/syntax/test_printer.py and
+tests/syntax/test_fmt_comments.py check this.
 Parentheses are inserted exactly where the precedence table of `syntax.parser` needs them (and
 where a reading as generic arguments or a mixed-logic warning must be avoided). Long flat chains
 (`1 + 1 + … + 1`, `x[0][0]…`, `!!!x`, `a ?? b ?? …`) are printed with loops, not recursion.
