@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -22,8 +22,18 @@ from refinterp.lower.vector.space import Box, Mask
 from refinterp.lower.vector.sums import gamma, upper_norm
 from refinterp.numeric.representation import kind_of
 
-if TYPE_CHECKING:  # stores.py imports this module
-    from refinterp.lower.vector.stores import Stores
+
+
+class Stores(Protocol):
+    """What a tap-by-tap store needs of the vector engine's `stores.Stores` (which imports this
+    module, so it is named by what it does, not imported): the kind of the stored values and
+    the sum again in the definition's order."""
+
+    kind: str
+
+    def add_in_order(self, view: np.ndarray, fast: np.ndarray, magnitude: np.ndarray,
+                     count: int, terms: Any, depth: Any = None, fast_depth: Any = None,
+                     bounded: bool = False, blocked: Any = None) -> None: ...
 
 # below this many iterations per tap value, a scatter in iteration order is cheaper than one
 # contraction per tap (add_by_taps)
