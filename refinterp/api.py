@@ -73,7 +73,8 @@ ENGINES = ENGINE_NAMES
 __all__ = ["Error", "TensorType", "Program", "Target", "Shapes", "Run", "Limits", "Hooks",
            "load", "load_source", "load_module", "operators", "signature", "resolve", "shapes",
            "evaluate", "random_inputs", "fixed_inputs", "parse_value", "describe_type",
-           "evaluate_expression", "run_operator", "stdlib_modules", "PROFILES", "ENGINES"]
+           "evaluate_expression", "run_operator", "stdlib_modules", "lint", "PROFILES",
+           "ENGINES"]
 
 
 # ------------------------------------------------------------------------------- programs
@@ -315,6 +316,36 @@ def format_file(path: str | Path) -> tuple[str, str, list[Diagnostic]]:
     source = read_source(resolve_main(path))
     result = parse_module(source)
     return format_module(result.module), source.text, list(result.warnings)
+
+
+def lint(path: str | Path, *, profile: str = "spec") -> list[Diagnostic]:
+    """The static checks of every definition (`refinterp lint`, docs/semantics.md "Static
+    rules") in a file, or in every .sknd/.nnef file under a folder; a model folder's main.sknd
+    must hold a graph. Errors and warnings, file by file in path order; a syntax error or an
+    unreadable file is a finding too. Nothing is imported or instantiated. `profile` decides
+    which @using symbols input shapes may use (the binding order, §2.6.1)."""
+    rule_profile = _profile(profile)
+    from refinterp.language import checks
+    from refinterp.language.modules import EXTENSIONS, read_source, resolve_main
+    from refinterp.syntax.parser import parse_module
+
+    root = Path(path)
+    if not root.is_dir():
+        files = [resolve_main(root)]  # a missing file: E0200, raised
+    else:
+        files = sorted(p for ext in EXTENSIONS for p in root.rglob(f"*{ext}") if p.is_file())
+    found: list[Diagnostic] = []
+    for file in files:
+        try:
+            result = parse_module(read_source(file))
+        except Diagnostic as diag:
+            found.append(diag)
+            continue
+        found.extend(result.warnings)
+        found.extend(checks.check_module(result.module, rule_profile))
+        if root.is_dir() and file == root / "main.sknd":
+            found.extend(checks.check_main(result.module, is_model=True))
+    return found
 
 
 # ------------------------------------------------------------------------------- invocations

@@ -191,6 +191,18 @@ def test_select_evaluates_only_the_taken_branch() -> None:
     assert ev("c ? 1 : 1 / 0", c=True) == 1
 
 
+def test_implication_evaluates_its_consequence_only_where_the_guard_holds() -> None:
+    # §2.4: "logical operators &&, ||, ^ (xor) and => (implication) for arguments of type bool"
+    # (L424); the spec's own reshape asserts `input_volume != 0 => input_volume % shape_volume
+    # == 0` (L1914), which an empty input (0 % 0) makes undefined unless a false guard leaves
+    # the consequence unevaluated. Decision (docs/semantics.md, "=>").
+    assert ev("v != 0 => v % w == 0", v=0, w=0) is True
+    assert ev("a => 1 / 0 == 1", a=(False, False)) == (True, True)
+    assert ev("a => 1 / 0 == 1", a=NULL, types={"a": optional("bool")}) is NULL
+    assert ev_error("a => 1 / 0 == 1", a=(False, True)).code == "E0402"
+    assert ev("v != 0 => v % w == 0", v=6, w=4) is False
+
+
 def test_is_and_in() -> None:
     assert ev("s is -1", s=(-1, 2)) == (True, False)
     assert ev("2 is 2") is True

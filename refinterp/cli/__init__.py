@@ -33,7 +33,7 @@ from refinterp.core.diagnostics import Diagnostic, render
 __all__ = ["main", "build_parser", "progress_line", "COMMANDS"]
 
 # the commands, in the order `refinterp --help` lists them: command NAME is module cmd_NAME
-COMMANDS = ("parse", "fmt", "expr", "ops", "describe", "shapes", "eval", "golden", "check",
+COMMANDS = ("parse", "lint", "fmt", "expr", "ops", "describe", "shapes", "eval", "golden", "check",
             "einsum")
 
 

@@ -71,7 +71,14 @@ CODES: dict[str, str] = {
     "E1203": "run exceeds its work budget",
     "E1204": "run exceeds its time limit",
     "E1205": "out of memory",
+    "E1300": "optional attribute with an explicit default",
+    "E1301": "intermediate name bound twice in one @compose block",
+    "E1302": "variable with an explicit value",
+    "E1303": "unrolled loop without a compile-time count",
+    "E1304": "model main module without a graph",
+    "E1305": "optional expression unresolved in a @lower right-hand side",
     "W0001": "warning",
+    "W1300": "input declared but never used",
     "N0001": "note",
 }
 

@@ -229,6 +229,8 @@ class Evaluator(ExprVisitor[Value]):
             return self.eval_coalesce(node)
         if fold_with_initial(node):
             return self.eval_fold_with_initial(node)
+        if op == "=>":
+            return self.eval_implication(node)
         left, right = self.eval(node.left), self.eval(node.right)
         if op == "in":
             if left is NULL or right is NULL:
@@ -238,6 +240,22 @@ class Evaluator(ExprVisitor[Value]):
             return self.elementwise(node, _identical, left, right)
         return self.elementwise(
             node, lambda a, b: self.numeric(node, rules.binary, op, a, b), left, right)
+
+    def eval_implication(self, node: ast.Binary) -> Value:
+        """`a => b` (§2.4, implication): b is evaluated only when some item of a holds, so a
+        guard keeps its consequence from being evaluated where it is undefined (the stdlib's
+        `input_volume != 0 => input_volume % shape_volume == 0`, spec L1914); a null a is null
+        (§2.4.1) without evaluating b."""
+        left = self.eval(node.left)
+        if left is NULL:
+            return NULL
+        if isinstance(left, tuple) and left and not any(left):
+            return tuple(True for _ in left)
+        if left is False:
+            return True
+        right = self.eval(node.right)
+        return self.elementwise(
+            node, lambda a, b: self.numeric(node, rules.binary, "=>", a, b), left, right)
 
     def eval_coalesce(self, node: ast.Binary) -> Value:
         """`a ?? b ?? c` groups to the right, `a ?? (b ?? c)`: the first non-null of its

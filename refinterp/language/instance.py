@@ -34,6 +34,7 @@ from refinterp.numeric import rules
 from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, MAX_RANK,
                                               check_pack_length, check_tensor_size)
 from refinterp.syntax import ast
+from refinterp.syntax.visitor import walk
 
 __all__ = ["Invocation", "OperatorInstance", "TensorType", "describe_type",
            "instantiate", "instantiate_cached", "invocation_key", "fixed_input_types",
@@ -212,7 +213,7 @@ class Instantiation(InputBinding):
                 value = given[decl.name]
                 self.check_attribute_value(decl, declared, value)
             elif decl.default is not None and self.known(decl.default) and \
-                    not free_names(decl.default):
+                    not free_names(decl.default) and not self.unbound_casts(decl.default):
                 value = self.eval(decl.default)
                 source += " (default)"
             elif declared.optional and decl.default is None:
@@ -253,8 +254,19 @@ class Instantiation(InputBinding):
         self.deduce(pack.length, len(value), f"the length of attribute '{decl.name}'",
                     f"the length of attribute '{decl.name}'", decl, check=False)
 
+    def unbound_casts(self, expr: ast.Expr) -> list[str]:
+        """The generic types `expr` casts to (`T(2)`) that are not bound yet: a default such as
+        `k: T = T(2)` waits for T to be deduced from the inputs (§2.6.1 step 3)."""
+        return [node.callee[0] for node in walk(expr)
+                if isinstance(node, ast.Call) and len(node.callee) == 1
+                and node.callee[0] in self.dtype_bounds and node.callee[0] not in self.dtypes]
+
     def bind_deferred(self, decl: ast.ParamDecl) -> None:
-        """Step 3: a non-constant default, now that the input shapes are bound."""
+        """Step 3: a non-constant default, now that the input shapes are bound. A generic type
+        it casts to that no input bound takes its own default first."""
+        for name in self.unbound_casts(decl.default):
+            if name not in self.dtypes:
+                self.default_dtype(name)
         value = self.eval(decl.default)
         declared = self.declared_type(decl)
         if value is NULL and not declared.optional:

@@ -24,6 +24,8 @@ from refinterp.core.cache import BoundedCache, DiskCache, Entry, Part
 from refinterp.core import files
 from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
 from refinterp.core.source import SourceFile, Span
+from refinterp.language import checks
+from refinterp.numeric import rules
 from refinterp.syntax import ast, serial
 from refinterp.syntax.parser import ParseResult, parse_module
 
@@ -376,6 +378,7 @@ class Loader:
         order: list[LoadedModule] = []
         main = self._load_file(main_path, "main" if main_path.stem == "main" else
                                main_path.stem, [], order)
+        _refuse(checks.check_main(main.tree, is_model=_is_dir(Path(path))))
         return LoadedProgram(main, order, self.stdlib)
 
     def load_source(self, text: str, path: str | Path = "<source>.sknd") -> LoadedProgram:
@@ -411,6 +414,10 @@ class Loader:
         result = result if result is not None else parse_module(source)
         loaded = LoadedModule(name, path, source, result.module, result.warnings,
                               library=key.is_relative_to(self.stdlib.resolve()))
+        if not loaded.library:  # the bundled library is linted by its tests, not per load
+            # the loader knows no profile: the binding order under the more permissive one
+            # (instantiation checks it again under the profile of the run)
+            _refuse(checks.check_module(result.module, rules.KHRONOS))
         stack = [*stack, key]
         for imp in result.module.imports:
             loaded.imports[".".join(imp.module)] = self._load_import(loaded, imp, stack, order)
@@ -444,6 +451,13 @@ class Loader:
                 ["only the main module may define graphs (spec §2.15)",
                  f"imported from {imp.span}"], code="E0202")
         return module
+
+
+def _refuse(found: list[Diagnostic]) -> None:
+    """Raise the first error of the static checks (language.checks) among `found`."""
+    wrong = checks.errors(found)
+    if wrong:
+        raise wrong[0]
 
 
 def stdlib_module_files(stdlib: str | Path | None = None) -> dict[str, Path]:

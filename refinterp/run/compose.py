@@ -370,10 +370,8 @@ class Executor:
             if isinstance(target, ast.LPlaceholder):
                 continue
             if isinstance(target, ast.LList):
-                if not isinstance(value, list) or len(value) != len(target.items):
-                    raise ComposeDiagnostic("a list of targets needs a pack of the same length",
-                                            target.span)
-                self.bind(component, target.items, value, scope)
+                items, parts = self.split_pack(target, value, scope)
+                self.bind(component, items, parts, scope)
                 continue
             if isinstance(target, ast.LName):
                 self.check_assignable(target, scope)
@@ -389,6 +387,67 @@ class Executor:
                     self.hooks.observe(".".join((*scope.path[2:], target.name)), value)
                 continue
             raise ComposeDiagnostic("unsupported target", target.span)
+
+    def split_pack(self, target: ast.LList, value: Any, scope: BlockScope
+                   ) -> tuple[tuple, list[Any]]:
+        """§2.10 `[b, c..(k)] = ...`: split a packed result over a list of targets. Single
+        targets (a name, `~`) take one item each; at most one packed target (`c..(k)`, or an
+        unzipping `(e, f)..(k)`) takes the rest, whose length must equal its declared `k`.
+        Returns the targets to bind (an unzipping target's names in its place) and their
+        values."""
+        if not isinstance(value, list):
+            raise ComposeDiagnostic("a list of targets needs a packed result", target.span)
+        packed = [item for item in target.items
+                  if isinstance(item, ast.LZip) or (isinstance(item, ast.LName) and item.pack)]
+        if len(packed) > 1:
+            raise ComposeDiagnostic("a list of targets may hold at most one packed target "
+                                    "(spec §2.10)", packed[1].span)
+        rest = len(value) - (len(target.items) - len(packed))
+        if rest < 0 or (not packed and rest):
+            raise ComposeDiagnostic(f"a list of {len(target.items)} targets cannot take a pack "
+                                    f"of {len(value)} items", target.span)
+        items: list[Any] = []
+        parts: list[Any] = []
+        position = 0
+        for item in target.items:
+            if not (isinstance(item, ast.LZip) or (isinstance(item, ast.LName) and item.pack)):
+                items.append(item)
+                parts.append(value[position])
+                position += 1
+                continue
+            chunk = value[position:position + rest] or self.empty_like(value)
+            position += rest
+            if isinstance(item, ast.LName):  # its declared length is checked when it is bound
+                items.append(item)
+                parts.append(chunk)
+                continue
+            width = len(item.items)
+            if rest % width:
+                raise ComposeDiagnostic(f"{rest} items cannot be unzipped into {width} packs",
+                                        item.span)
+            self.check_zip_length(item, rest // width, scope)
+            for offset, name in enumerate(item.items):
+                items.append(name)
+                parts.append(chunk[offset::width] or self.empty_like(value))
+        return tuple(items), parts
+
+    @staticmethod
+    def empty_like(pack: list) -> list:
+        """A pack of zero items split from `pack`: typed by `pack`'s item type where it is
+        known (docs/semantics.md "Empty packs")."""
+        if pack and not isinstance(pack[0], list) and pack[0] is not NULL:
+            return EmptyPack(tensor_type(pack[0]))
+        item = item_type(pack)
+        return EmptyPack(item) if item is not None else []
+
+    def check_zip_length(self, target: ast.LZip, length: int, scope: BlockScope) -> None:
+        """An unzipping target `(e, f)..(k)` declares the length `k` of each of its packs."""
+        if target.pack is None or target.pack.length is None:
+            return
+        expected = evaluate(target.pack.length, scope.environment(self.profile))
+        if expected != length:
+            raise ComposeDiagnostic(f"the unzipped packs are declared of {expected} tensors "
+                                    f"but have {length}", target.span)
 
     def check_assignable(self, target: ast.LName, scope: BlockScope) -> None:
         """§2.11: in the operator's own blocks (not in nested blocks, whose names shadow),

@@ -344,3 +344,49 @@ def test_scatter_nd(rng):
     expected[2], expected[0] = row_updates[0], row_updates[1]
     out = run("layout.scatter_nd", {"data": x, "indices": rows, "updates": row_updates})
     assert np.array_equal(out["output"], expected)
+
+
+# ------------------------------------------------------------------ repaired defects
+
+
+def test_reshape_of_an_empty_tensor_to_a_shape_holding_zero():
+    """The guard of `input_volume != 0 => input_volume % shape_volume == 0` is false for an empty
+    input, so its consequence (0 % 0) is not evaluated; unflatten takes the 0 items."""
+    x = np.zeros((0, 4))
+    assert run("layout.reshape", {"input": x}, {"shape": [0]})["output"].shape == (0,)
+    out = run("layout.reshape", {"input": x}, {"shape": [2, 0, 2]})["output"]
+    assert out.shape == np.reshape(x, (2, 0, 2)).shape
+
+
+def test_unflatten_allows_zero_items_only_for_an_empty_extent():
+    out = run("layout.unflatten", {"input": np.zeros((3, 0))}, {"axis": 1, "shape": [0, 5]})
+    assert out["output"].shape == (3, 0, 5)
+    with pytest.raises(Diagnostic, match="shape items must be positive"):
+        run("layout.unflatten", {"input": np.zeros((3, 4))}, {"axis": 1, "shape": [0, 4]})
+
+
+@pytest.mark.parametrize("axis, shape, expected", [(1, (2, 3, 4), (0, 2, 1)),
+                                                   (-2, (2, 3, 4, 5), (0, 1, 3, 2)),
+                                                   (0, (2, 3, 4), (2, 1, 0))])
+def test_transpose_default_perm_reverses_the_axes_from_axis(rng, axis, shape, expected):
+    x = rng.standard_normal(shape)
+    out = run("layout.transpose", {"input": x}, {"axis": axis})["output"]
+    np.testing.assert_array_equal(out, np.transpose(x, expected))
+
+
+@pytest.mark.parametrize("axis", [-1, -2])
+def test_scatter_with_a_negative_axis(rng, axis):
+    data = rng.standard_normal((2, 3))
+    indices = np.array([[1, 0, 1]]) if axis == -2 else np.array([[0], [2]])
+    updates = rng.standard_normal(indices.shape)
+    expected = data.copy()
+    np.put_along_axis(expected, indices, updates, axis=axis)
+    out = run("layout.scatter", {"data": data, "indices": indices, "updates": updates},
+              {"axis": axis})["output"]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_split_axis_below_minus_rank_is_the_axis_diagnostic():
+    with pytest.raises(Diagnostic, match="'axis' must be between -input.rank") as error:
+        run("layout.split", {"input": np.zeros(4)}, {"axis": -2, "count": 2})
+    assert error.value.code == "E0307"

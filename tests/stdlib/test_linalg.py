@@ -56,3 +56,33 @@ def test_outer(rng):
     close(run("linalg.outer", {"x": x, "y": y})["z"], np.outer(x, y))
     x2, y2 = rng.standard_normal((2, 3)), rng.standard_normal((2,))
     close(run("linalg.outer", {"x": x2, "y": y2})["z"], np.multiply.outer(x2, y2))
+
+
+# ------------------------------------------------------------------ repaired defects
+
+
+@pytest.mark.parametrize("transA, shape_b, dimension", [(False, 3, "first"), (False, 1, "first"),
+                                                        (True, 2, "second")])
+def test_matvec_checks_the_length_of_b(rng, transA, shape_b, dimension):
+    A = rng.standard_normal((2, 3))
+    x = rng.standard_normal(2 if transA else 3)
+    with pytest.raises(Diagnostic, match=f"the length of b must match the {dimension}") as error:
+        run("linalg.matvec", {"A": A, "x": x, "b": rng.standard_normal(shape_b)},
+            {"transA": transA})
+    assert error.value.code == "E0307"
+
+
+def test_matvec_with_a_bias_of_the_result_length(rng):
+    A, x, b = rng.standard_normal((2, 3)), rng.standard_normal(2), rng.standard_normal(3)
+    out = run("linalg.matvec", {"A": A, "x": x, "b": b}, {"transA": True})["y"]
+    np.testing.assert_allclose(out, A.T @ x + b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((0, 3, 4), (4, 2)), ((0, 3, 4), (1, 4, 2)),
+                                              ((4, 3), (1, 0, 3, 2)), ((2, 1, 4, 3), (5, 3, 2))])
+def test_matmul_broadcasts_an_empty_batch_against_one(rng, shape_a, shape_b):
+    A, B = rng.standard_normal(shape_a), rng.standard_normal(shape_b)
+    out = run("linalg.matmul", {"A": A, "B": B})["Z"]
+    expected = np.matmul(A, B)
+    assert out.shape == expected.shape
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)

@@ -546,14 +546,27 @@ def test_lstm_with_equal_step_counts(rng):
         np.testing.assert_allclose(out[name], expected, rtol=1e-12, atol=1e-14)
 
 
-def test_lstm_with_different_step_counts_is_a_diagnostic(rng):
-    """The spec stacks per-item outputs of different extents: invalid in the spec's own text
-    (and in the Khronos module), so a diagnostic with the call stack."""
-    with pytest.raises(Diagnostic) as error:
-        run("nn.lstm",
-                     {**_lstm_data(rng, s=3), "steps": np.array([1, 3])})
-    assert "from input 'inputs' item 0" in error.value.message
-    assert "while invoking layout.stack" in str(error.value)
+@pytest.mark.parametrize("steps", [[1, 3], [3, 0, 2], [0, 0], [4, 2]])
+def test_lstm_with_different_step_counts(rng, steps):
+    """Sequences of different lengths (0 included): Y has the largest count's extent, zeros past
+    each sequence's end; hN, cN are each sequence's last state."""
+    data = _lstm_data(rng, s=4, b=len(steps))
+    out = run("nn.lstm", {**data, "steps": np.array(steps)})
+    assert out["Y"].shape == (max(steps), len(steps), 2)
+    for name, expected in zip(("Y", "hN", "cN"), ref_lstm(**data, steps=steps)):
+        np.testing.assert_allclose(out[name], expected, rtol=1e-12, atol=1e-14)
+
+
+def test_prelu_axis_out_of_range_is_its_axis_diagnostic():
+    with pytest.raises(Diagnostic, match="axis must be between -x.rank") as error:
+        run("nn.prelu", {"x": np.zeros((2, 3)), "alpha": np.zeros(3)}, {"axis": 3})
+    assert error.value.code == "E0307"
+
+
+def test_prelu_alpha_length_mismatch():
+    with pytest.raises(Diagnostic, match="the length of 'alpha' must equal") as error:
+        run("nn.prelu", {"x": np.zeros((2, 3)), "alpha": np.zeros(4)})
+    assert error.value.code == "E0307"
 
 
 # ----------------------------------------------------------------------------- activations
