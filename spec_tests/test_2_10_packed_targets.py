@@ -113,3 +113,28 @@ def test_printer_round_trip(tmp_path: Path) -> None:
     again = tmp_path / "again.sknd"
     again.write_text(text)
     assert api.format_file(again)[0] == text
+
+
+@pytest.mark.parametrize("targets", ["a..(2), [b, c..]", "~, [~, (e, g).., ~]"])
+def test_packed_target_without_length_is_refused_under_spec(tmp_path: Path,
+                                                            targets: str) -> None:
+    """"the length of such results **must** be explicitly denoted": `[b, c..]` (and an
+    unzipping `(e, g)..` without its length) is refused under --profile spec, at its position."""
+    path = write(tmp_path, targets)
+    with pytest.raises(Diagnostic) as info:
+        api.shapes(path)
+    assert info.value.code == "E0600"
+    assert "must state its length" in str(info.value) and "§2.10" in str(info.value)
+    line = path.read_text().splitlines().index(f"    {targets} = two_packs(x);") + 1
+    assert info.value.span is not None and info.value.span.line == line
+    column = path.read_text().splitlines()[line - 1].index("c.." if "c.." in targets else "(e,")
+    assert info.value.span.col == column + 1
+
+
+def test_packed_target_without_length_takes_the_rest_under_khronos(tmp_path: Path) -> None:
+    """The Khronos parser accepts `c..` inside brackets: --profile khronos binds the rest."""
+    run = api.evaluate(write(tmp_path, "a..(2), [b, c..]"), inputs={"x": X},
+                       profile="khronos")
+    np.testing.assert_allclose(run.outputs["q"], X * 3.0)
+    for got, k in zip(run.outputs["r"], (4.0, 5.0, 6.0)):
+        np.testing.assert_allclose(got, X * k)

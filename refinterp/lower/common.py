@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Container, Mapping
 
 import numpy as np
 
 from refinterp.core.diagnostics import EngineDiagnostic
 from refinterp.language.invocation import OperatorInstance, TensorType
-from refinterp.language.values import NULL, Value
+from refinterp.language.values import NULL, TensorValue, Value
 from refinterp.lower.plan import (INT64_MAX, INT64_MIN, LoweringPlan, allocation_shape,
                                   plan_lowering, start_value)
 from refinterp.numeric import rules
 from refinterp.numeric.array_rules import Refused  # defined there: numeric's array rules refuse
 from refinterp.numeric.representation import NUMPY_DTYPES
+from refinterp.syntax import ast
 
 __all__ = ["REAL_ATOL", "REAL_RTOL", "InstanceFacts", "Refused", "allocate_outputs",
-           "constant_array", "facts_of", "lowered_outputs", "lowering_arrays", "lowering_plan"]
+           "constant_array", "facts_of", "lowered_outputs", "lowering_arrays", "lowering_plan",
+           "tests_given_tensor"]
 
 # The documented tolerance between engines (docs/semantics.md, "Engines"): ints and bools are
 # identical; reals agree to a relative 1e-9 plus an absolute 1e-12 (summation order, the last
@@ -59,6 +61,16 @@ def facts_of(instance: OperatorInstance) -> InstanceFacts:
     if facts is None:
         facts = instance.derived[_FACTS] = InstanceFacts()
     return facts
+
+
+def tests_given_tensor(node: Any, symbols: Mapping[str, Any], shadowing: Container[str]
+                       ) -> bool:
+    """Whether `node` is `?o` on an optional tensor input that was given (its symbol is a
+    tensor, not null): true at every item. An absent `o` is null and `?o` false, as in
+    compile-time expressions; an index or local named `o` (in `shadowing`) hides it."""
+    operand = getattr(node, "operand", None)
+    return getattr(node, "op", None) == "?" and isinstance(operand, ast.Name) and \
+        operand.name not in shadowing and isinstance(symbols.get(operand.name), TensorValue)
 
 
 def lowering_plan(instance: OperatorInstance) -> LoweringPlan:

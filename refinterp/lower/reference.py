@@ -29,7 +29,7 @@ from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.lower.common import (allocate_outputs, lowered_outputs, lowering_arrays,
-                                    lowering_plan)
+                                    lowering_plan, tests_given_tensor)
 from refinterp.lower.plan import FULL, INT64_MAX, INT64_MIN, UPDATE_OPS, Formula, output_kind
 from refinterp.numeric import rules
 from refinterp.numeric.representation import kind_of
@@ -352,6 +352,8 @@ class FormulaClosures(ExprVisitor[Compiled]):
         return lambda frame: (single(frame),)
 
     def visit_Unary(self, node: ast.Unary) -> Compiled:
+        if tests_given_tensor(node, self.symbols, self.index_names | self.local_names):
+            return lambda frame: True
         operand = self.visit(node.operand)
         if node.op == "?":
             return lambda frame: operand(frame) is not NULL

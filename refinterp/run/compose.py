@@ -402,6 +402,7 @@ class Executor:
         if len(packed) > 1:
             raise ComposeDiagnostic("a list of targets may hold at most one packed target "
                                     "(spec §2.10)", packed[1].span)
+        self.check_pack_lengths_stated(packed)
         rest = len(value) - (len(target.items) - len(packed))
         if rest < 0 or (not packed and rest):
             raise ComposeDiagnostic(f"a list of {len(target.items)} targets cannot take a pack "
@@ -430,6 +431,20 @@ class Executor:
                 items.append(name)
                 parts.append(chunk[offset::width] or self.empty_like(value))
         return tuple(items), parts
+
+    def check_pack_lengths_stated(self, packed: list) -> None:
+        """§2.10 (L1002): "the length of such results must be explicitly denoted": under
+        `--profile spec` a packed target inside brackets states its length (`c..(k)`, not
+        `c..`); `--profile khronos` accepts `c..` (taking the rest), as the Khronos parser
+        does."""
+        if self.profile.name != rules.SPEC.name:
+            return
+        for item in packed:
+            if item.pack is None or item.pack.length is None:
+                raise ComposeDiagnostic(
+                    "a packed target must state its length, `c..(k)` (spec §2.10: \"the "
+                    "length of such results must be explicitly denoted\"); --profile "
+                    "khronos accepts `c..`", item.span)
 
     @staticmethod
     def empty_like(pack: list) -> list:

@@ -29,7 +29,7 @@ from refinterp.language.expr import evaluate, fold_pack
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import fold_with_initial
 from refinterp.language.values import NULL, TensorValue
-from refinterp.lower.common import Refused
+from refinterp.lower.common import Refused, tests_given_tensor
 from refinterp.lower.plan import Formula, IndexRange
 from refinterp.numeric import rules
 from refinterp.syntax import ast
@@ -202,6 +202,9 @@ class _Folder(ExprVisitor[Any]):
         raise Refused(node.name)
 
     def visit_Unary(self, node: ast.Unary) -> Folded:
+        if tests_given_tensor(node, self.symbols,
+                              self.bounds.keys() | self.packs.keys() | self.scalar_locals):
+            return ast.BoolLiteral(True, span=node.span)
         operand = self.expr(node.operand)
         if node.op == "?":
             if operand is NULL:

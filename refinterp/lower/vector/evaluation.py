@@ -24,7 +24,7 @@ from refinterp.language.expr import Environment, evaluate, fold_from, fold_pack
 from refinterp.language.invocation import OperatorInstance
 from refinterp.language.types import CASTS, fold_with_initial
 from refinterp.language.values import NULL, TensorValue
-from refinterp.lower.common import Refused
+from refinterp.lower.common import Refused, tests_given_tensor
 from refinterp.lower.plan import FULL
 from refinterp.lower.vector.access import (Guard, Inputs, Mapped, Read, gather, int_identity,
                                            resolve, strided_view)
@@ -177,6 +177,8 @@ class BoxEvaluator(ExprVisitor[Any]):
             raise Refused("a numeric error") from None
 
     def visit_Unary(self, node: ast.Unary, active: Mask) -> Any:
+        if tests_given_tensor(node, self.symbols, self.box.frame):
+            return True
         operand = self.visit(node.operand, active)
         if node.op == "?":
             return operand is not NULL
