@@ -67,6 +67,8 @@ class Profile:
     #   (`~|bound`) extent bound to shared extents: an error, or zero-padded to the largest
     using_in_inputs: Literal["hidden", "attributes"] = "hidden"  # @using symbols in @input
     #   shapes: not visible (§2.9), or those computed from attributes alone known before inputs
+    packed_target_length: Literal["stated", "rest"] = "stated"  # `[b, c..]`: a packed target
+    #   in brackets states its length (§2.10), or takes the rest of the pack (Khronos parser)
     description: str = ""
 
     def __hash__(self) -> int:
@@ -82,7 +84,7 @@ SPEC = Profile(
 KHRONOS = Profile(
     "khronos", int_division="trunc", int_ceil_division="away", real_modulo="fmod", frac="modf",
     min_max_nan="first", int_negative_power="trunc", mixed_int_real="promote",
-    jagged_packs="pad", using_in_inputs="attributes",
+    jagged_packs="pad", using_in_inputs="attributes", packed_target_length="rest",
     description="the Khronos C++ runtime: C division and modulo, fmod, modf, std::min/max, "
                 "int promoted to real when mixed, packs of dynamic tensors padded")
 PROFILES: dict[str, Profile] = {SPEC.name: SPEC, KHRONOS.name: KHRONOS}

@@ -435,9 +435,9 @@ class Executor:
     def check_pack_lengths_stated(self, packed: list) -> None:
         """§2.10 (L1002): "the length of such results must be explicitly denoted": under
         `--profile spec` a packed target inside brackets states its length (`c..(k)`, not
-        `c..`); `--profile khronos` accepts `c..` (taking the rest), as the Khronos parser
-        does."""
-        if self.profile.name != rules.SPEC.name:
+        `c..`); a profile whose `packed_target_length` is "rest" (`khronos`, as the Khronos
+        parser does) accepts `c..`, taking the rest."""
+        if self.profile.packed_target_length == "rest":
             return
         for item in packed:
             if item.pack is None or item.pack.length is None:
