@@ -115,11 +115,13 @@ def test_printer_round_trip(tmp_path: Path) -> None:
     assert api.format_file(again)[0] == text
 
 
-@pytest.mark.parametrize("targets", ["a..(2), [b, c..]", "~, [~, (e, g).., ~]"])
+@pytest.mark.parametrize("targets", ["a..(2), [b, c..]", "~, [~, (e, g).., ~]",
+                                     "a.., [b, c..(3)]"])
 def test_packed_target_without_length_is_refused_under_spec(tmp_path: Path,
                                                             targets: str) -> None:
     """"the length of such results **must** be explicitly denoted": `[b, c..]` (and an
-    unzipping `(e, g)..` without its length) is refused under --profile spec, at its position."""
+    unzipping `(e, g)..`, and a whole packed result `a..`, without its length) is refused
+    under --profile spec, at its position."""
     path = write(tmp_path, targets)
     with pytest.raises(Diagnostic) as info:
         api.shapes(path)
@@ -127,14 +129,17 @@ def test_packed_target_without_length_is_refused_under_spec(tmp_path: Path,
     assert "must state its length" in str(info.value) and "§2.10" in str(info.value)
     line = path.read_text().splitlines().index(f"    {targets} = two_packs(x);") + 1
     assert info.value.span is not None and info.value.span.line == line
-    column = path.read_text().splitlines()[line - 1].index("c.." if "c.." in targets else "(e,")
+    culprit = "a.." if targets.startswith("a..,") else "c.." if "c.." in targets else "(e,"
+    column = path.read_text().splitlines()[line - 1].index(culprit)
     assert info.value.span.col == column + 1
 
 
 def test_packed_target_without_length_takes_the_rest_under_khronos(tmp_path: Path) -> None:
-    """The Khronos parser accepts `c..` inside brackets: --profile khronos binds the rest."""
-    run = api.evaluate(write(tmp_path, "a..(2), [b, c..]"), inputs={"x": X},
+    """The Khronos parser accepts `c..` inside brackets (and `a..`, the whole pack):
+    --profile khronos binds the rest."""
+    run = api.evaluate(write(tmp_path, "a.., [b, c..]"), inputs={"x": X},
                        profile="khronos")
+    np.testing.assert_allclose(run.outputs["p"][1], X * 2.0)
     np.testing.assert_allclose(run.outputs["q"], X * 3.0)
     for got, k in zip(run.outputs["r"], (4.0, 5.0, 6.0)):
         np.testing.assert_allclose(got, X * k)

@@ -95,3 +95,28 @@ graph main {
         api.evaluate(path)
     assert info.value.code == "E0308"
     assert "cannot be deduced" in info.value.message
+
+
+@pytest.mark.parametrize("attributes", ["@dtype { T: num; } @attrib { k: T = T(2); }",
+                                        "@attrib { n: int = 1; k: int = n + 1; }"])
+def test_input_shape_cannot_read_a_deferred_default(tmp_path: Path, attributes: str) -> None:
+    """§2.6.1: "The binding order ensures that each component ... can be either deduced (if
+    it is an affine expression), or evaluated and checked against the substituted values";
+    a deferred attribute (step 3) is neither when the inputs are bound (step 2), so an input
+    shape that reads one makes the definition invalid, at load and in lint."""
+    text = f"""operator f {{
+  {attributes}
+  @input {{ x: int[k]; }}
+  @output {{ y: int[k]; }}
+  @lower {{ y[i] = x[i], i < k; }}
+}}
+"""
+    path = tmp_path / "f.sknd"
+    path.write_text(text)
+    found = api.lint(path)
+    assert [d.code for d in found] == ["E0300"]
+    assert "reads attribute 'k'" in found[0].message and "§2.6.1" in found[0].message
+    assert (found[0].span.line, found[0].span.col) == (3, 19)
+    with pytest.raises(Diagnostic) as info:  # a length-3 x was once run with k = 2
+        api.evaluate(path, inputs={"x": np.array([1, 2, 3])})
+    assert info.value.code == "E0300"

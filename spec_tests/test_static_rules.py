@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import refinterp.api as ri
@@ -231,6 +232,173 @@ def test_2_6_1_binding_order_follows_the_profile(tmp_path: Path, capsys) -> None
     assert main(["lint", "--profile", "khronos", str(path)]) == 0
     capsys.readouterr()
     ri.load_source(text)  # loading knows no profile: instantiation decides under the run's
+
+
+MAIN_GRAPH = """import math;
+graph G {
+  @attrib { k: int = 3; }
+  @input { DECLS }
+  @output { y: real; }
+  @compose { y = math.exp(a); }
+}
+"""
+
+
+def main_graph(decls: str) -> str:
+    return MAIN_GRAPH.replace("DECLS", decls)
+
+
+def main_inputs(decls: str, a: np.ndarray, b: np.ndarray | None = None) -> dict:
+    return {"a": a} if "b:" not in decls else {"a": a, "b": b}
+
+
+@pytest.mark.parametrize("decls, culprit, shape", [
+    ("a: real[s];", "symbol 's'", (3,)),
+    ("a: real[~, k];", "'~'", (2, 3)),
+    ("a: real[s|10]; b: real[t, s];", "symbol 't'", (2,)),
+    ("a: real;", "rank", (2, 3)),
+    ("a: real[~|10..];", "rank", (2, 3)),
+])
+def test_2_6_main_graph_inputs_have_upper_bounds(tmp_path: Path, decls: str, culprit: str,
+                                                 shape: tuple) -> None:
+    # L713: "in case of the *main* graph, the upper bound must be defined. [...] The
+    # components may be packed, but the rank must be defined"
+    errors = [d for d in lint_text(tmp_path, main_graph(decls)) if d.severity == "error"]
+    assert codes(errors) == ["E1306"]
+    assert culprit in errors[0].message and "spec §2.6" in errors[0].message
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    inputs = main_inputs(decls, a, np.ones((4, 2)))
+    program = ri.load_source(main_graph(decls))  # loads: the main graph is known at a run
+    with pytest.raises(Diagnostic) as info:
+        ri.evaluate(program, inputs=inputs)
+    assert info.value.code == "E1306" and culprit in info.value.message
+    # --profile khronos runs it, as the Khronos tools do
+    run = ri.evaluate(program, profile="khronos", inputs=inputs)
+    assert np.allclose(run.outputs["y"], np.exp(a), rtol=1e-15, atol=0)
+    assert [d for d in ri.lint(tmp_path / "m.sknd", profile="khronos")
+            if d.severity == "error"] == []
+
+
+@pytest.mark.parametrize("decls", [
+    "a: real[s|10, k];",                 # a bounded symbol; an attribute is static
+    "a: real[~|10, 3];",                 # a bounded placeholder
+    "a: real[s|10, 3]; b: real[s, 2];",  # L699: "the upper bound need not be specified again"
+    "b: real[3|4]; a: real[2, b.shape[0]];",  # read through another input's shape
+    "a: real[~|10..(2)];",               # packed components with a rank (L714)
+])
+def test_2_6_bounded_main_graph_inputs_run(tmp_path: Path, decls: str) -> None:
+    assert [d for d in lint_text(tmp_path, main_graph(decls)) if d.severity == "error"] == []
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.ones(3) if "b: real[3" in decls else np.ones((2, 2))
+    run = ri.evaluate(ri.load_source(main_graph(decls)), inputs=main_inputs(decls, a, b))
+    assert np.allclose(run.outputs["y"], np.exp(a), rtol=1e-15, atol=0)
+
+
+def test_2_6_bounds_of_a_main_graph_input_are_checked_at_run_time() -> None:
+    # L707: "Such agreement constraints and upper bounds prescribe runtime checks for input
+    # shapes"
+    program = ri.load_source(main_graph("a: real[s|3];"))
+    with pytest.raises(Diagnostic) as info:
+        ri.evaluate(program, inputs={"a": np.ones(4)})
+    assert "above its bound 3" in info.value.message
+
+
+def test_2_6_a_subgraph_needs_no_bound(tmp_path: Path) -> None:
+    # L715: "In case of subgraphs (not the main graph but invoked by a dynamic control flow
+    # construct), the input shape components can be omitted (~) without specifying the upper
+    # bound"
+    text = main_graph("a: real[s|10];").replace(
+        "y = math.exp(a);", "y = if a.shape[0] > 1 then body(a) else body(a);") + """
+graph body {
+  @input { x: real[~]; }
+  @output { y: real; }
+  @compose { y = math.exp(x); }
+}
+"""
+    assert [d for d in lint_text(tmp_path, text) if d.severity == "error"] == []
+    a = np.array([0.5, 1.0, 2.0])
+    run = ri.evaluate(ri.load_source(text), inputs={"a": a})
+    assert np.allclose(run.outputs["y"], np.exp(a), rtol=1e-15, atol=0)
+    with pytest.raises(Diagnostic) as info:  # run as the main graph, body needs its bound
+        ri.evaluate(ri.load_source(text), op="body", inputs={"x": a})
+    assert info.value.code == "E1306"
+
+
+YIELDS = """import math;
+operator f {
+  @attrib { k: optional real; }
+  @input { x: real[n]; o: optional real[n]; }
+  @output { y: real[n]; }
+  @compose {
+    y = BODY;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("body, culprit", [
+    ("if x.shape[0] > 1 then { a = math.exp(x); yield o; } else { yield x; }", "'o'"),
+    ("if x.shape[0] > 1 then { yield x; } else { a = math.exp(x); yield o; }", "'o'"),
+    ("if ?k then { yield o; } else { yield x; }", "'o'"),
+])
+def test_2_10_yielded_results_are_not_optional(tmp_path: Path, body: str, culprit: str) -> None:
+    # L1060: "The yielded results must not be optional expressions."
+    text = YIELDS.replace("BODY", body)
+    found = lint_text(tmp_path, text)
+    assert codes(found) == ["E1307"]
+    assert culprit in found[0].message and "spec §2.10" in found[0].message
+    line = text.splitlines()[found[0].span.line - 1]
+    assert line[found[0].span.col - 1:].startswith("o;")
+    with pytest.raises(Diagnostic) as info:  # refused at load, even with o given
+        ri.evaluate(ri.load_source(text), inputs={"x": np.ones(2), "o": np.ones(2)})
+    assert info.value.code == "E1307"
+
+
+def test_2_10_resolved_yields_are_clean(tmp_path: Path) -> None:
+    body = "if ?o then { a = math.exp(o); yield o; } else { yield x; }"
+    text = YIELDS.replace("BODY", body)
+    assert lint_text(tmp_path, text) == []
+    x, o = np.array([1.0, 2.0]), np.array([-3.0, 0.5])
+    program = ri.load_source(text)
+    assert np.array_equal(ri.evaluate(program, inputs={"x": x, "o": o}).outputs["y"], o)
+    assert np.array_equal(ri.evaluate(program, inputs={"x": x}).outputs["y"], x)
+
+
+TYPED = """operator f {
+  @dtype { T: num; }
+  @attrib { k: int = 2; name: str = 'a'; flag: bool = true; r: T; }
+  @input { x: T[n, m..]; }
+  @output { y: T[n]; }
+  @assert { ASSERT; }
+  @using { USING; }
+  @lower { y[i] = x[i, 0..], i < n; }
+}
+"""
+
+
+@pytest.mark.parametrize("assertion, using, message", [
+    ("k + name > 0", "u = k", "'+' needs operands of one type; got int and str"),
+    ("x.rank && 1", "u = k", "'&&' needs bool operands; got int and int"),
+    ("n > 0", "u = k * 2.0", "'*' needs operands of one type; got int and real"),
+    ("n > 0", "u = k > 1; v = u + 1", "got bool and int"),
+    ("m && flag", "u = k", "got int.. and bool"),  # m.. is a pack of extents
+])
+def test_2_4_expression_types_are_checked_without_values(tmp_path: Path, assertion: str,
+                                                         using: str, message: str) -> None:
+    # §2.4 Operators: "arithmetic operators ... operands must be of the same type", "logical
+    # operators ... bool operands"; the types follow from the declarations (§2.3), so a
+    # definition that breaks them is refused before anything is instantiated
+    text = TYPED.replace("ASSERT", assertion).replace("USING", using)
+    found = lint_text(tmp_path, text)
+    assert codes(found) == ["E0400"]
+    assert message in found[0].message
+
+
+def test_2_4_expression_types_that_need_values_are_left_to_instantiation(tmp_path: Path
+                                                                         ) -> None:
+    text = TYPED.replace("ASSERT", "r > T(0) && flag; m > 0").replace(
+        "USING", "u = [k, n]; w = u[0] + n; z = name == 'b'")
+    assert lint_text(tmp_path, text) == []
 
 
 def test_2_15_model_main_module_has_a_graph(tmp_path: Path) -> None:

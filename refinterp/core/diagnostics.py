@@ -77,6 +77,8 @@ CODES: dict[str, str] = {
     "E1303": "unrolled loop without a compile-time count",
     "E1304": "model main module without a graph",
     "E1305": "optional expression unresolved in a @lower right-hand side",
+    "E1306": "dynamic extent of a main-graph input without an upper bound",
+    "E1307": "a block yields an optional expression",
     "W0001": "warning",
     "W1300": "input declared but never used",
     "N0001": "note",

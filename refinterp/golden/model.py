@@ -54,8 +54,9 @@ def _declaration(name: str, value: Any) -> str:
                              f"cannot hold it")
         if not value:
             raise ValueError(f"pack '{name}' is empty; its type cannot be declared")
-        # an extent that differs between the items is declared `~` (any extent)
-        extents = [str(e[0]) if len(set(e)) == 1 else "~"
+        # an extent that differs between the items is declared `~|largest`: dynamic, with the
+        # upper bound a main graph's input must state (spec §2.6)
+        extents = [str(e[0]) if len(set(e)) == 1 else f"~|{max(e)}"
                    for e in zip(*(np.shape(v) for v in value))]
         return f"{name}: {kinds.pop()}[{', '.join(extents)}]..({len(value)});"
     return f"{name}: {_type(value)};"
@@ -89,6 +90,8 @@ def operator_model(case_id: str, operator: str, inputs: dict[str, Any],
     if attributes:
         call += "{" + ", ".join(f"{k} = {_attribute(v)}" for k, v in attributes.items()) + "}"
     call += "(" + ", ".join(inputs) + ")"
-    targets = ", ".join(f"{n}.." if isinstance(v, list) else n for n, v in outputs.items())
+    # a packed result states its length (spec §2.10, "must be explicitly denoted")
+    targets = ", ".join(f"{n}..({len(v)})" if isinstance(v, list) else n
+                        for n, v in outputs.items())
     lines += [f"        {targets} = {call};", "    }", "}", ""]
     return "\n".join(lines)

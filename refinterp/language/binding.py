@@ -20,9 +20,10 @@ from fractions import Fraction
 from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import BindingDiagnostic
 from refinterp.language.invocation import span_text
+from refinterp.language.types import CASTS
 from refinterp.numeric import rules
 from refinterp.syntax import ast
-from refinterp.syntax.visitor import ExprVisitor, children, nodes
+from refinterp.syntax.visitor import ExprVisitor, children, nodes, walk
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,12 @@ def _names_under(root: ast.Node) -> frozenset[str]:
 
 
 def _is_constant(expr: ast.Expr) -> bool:
-    return not free_names(expr)
+    """§2.6.1 step 1: a default is constant when it reads no name and casts to no generic
+    type: `T(2)` waits for T, which an input may bind (docs/semantics.md "Generic-cast
+    defaults"), so no input shape may use it."""
+    return not free_names(expr) and not any(
+        isinstance(node, ast.Call) and len(node.callee) == 1 and node.callee[0] not in CASTS
+        for node in walk(expr))
 
 
 def initially_known(attributes: tuple[ast.ParamDecl, ...]) -> set[str]:
@@ -328,14 +334,26 @@ def check_deferred_attributes(attributes: tuple[ast.ParamDecl, ...],
         known |= _symbols_of(decl)
         for extent in decl.type.shape or ():
             known |= free_names(extent.value) if isinstance(extent.value, ast.Name) else set()
+    deferred = set()
     for attribute in attributes:
         if attribute.default is None or _is_constant(attribute.default):
             continue
+        deferred.add(attribute.name)
         missing = sorted(free_names(attribute.default) - known)
         if missing:
             raise BindingDiagnostic(
                 f"the default of attribute '{attribute.name}' uses {', '.join(missing)}, which "
                 f"no attribute or input shape defines", attribute.default.span)
+    for decl in inputs:
+        for extent in decl.type.shape or ():
+            read = free_names((extent.value, extent.bound,
+                               extent.pack.length if extent.pack else None)) & deferred
+            if read:
+                name = sorted(read)[0]
+                raise BindingDiagnostic(
+                    f"the shape of input '{decl.name}' reads attribute '{name}', whose "
+                    "default is evaluated only after the inputs are bound (spec §2.6.1 step "
+                    "3): its extent could be neither deduced nor checked", extent.span)
 
 
 # Binding orders by definition (its syntax tree), per `Profile.using_in_inputs`: see

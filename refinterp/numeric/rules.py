@@ -69,6 +69,8 @@ class Profile:
     #   shapes: not visible (§2.9), or those computed from attributes alone known before inputs
     packed_target_length: Literal["stated", "rest"] = "stated"  # `[b, c..]`: a packed target
     #   in brackets states its length (§2.10), or takes the rest of the pack (Khronos parser)
+    main_graph_bounds: Literal["required", "optional"] = "required"  # a dynamic extent of a
+    #   main-graph input: its upper bound must be written (§2.6), or may be left out (Khronos)
     description: str = ""
 
     def __hash__(self) -> int:
@@ -85,6 +87,7 @@ KHRONOS = Profile(
     "khronos", int_division="trunc", int_ceil_division="away", real_modulo="fmod", frac="modf",
     min_max_nan="first", int_negative_power="trunc", mixed_int_real="promote",
     jagged_packs="pad", using_in_inputs="attributes", packed_target_length="rest",
+    main_graph_bounds="optional",
     description="the Khronos C++ runtime: C division and modulo, fmod, modf, std::min/max, "
                 "int promoted to real when mixed, packs of dynamic tensors padded")
 PROFILES: dict[str, Profile] = {SPEC.name: SPEC, KHRONOS.name: KHRONOS}

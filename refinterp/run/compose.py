@@ -27,6 +27,7 @@ from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES
                                               AbstractTensor, check_pack_length, kind_of,
                                               limit_note)
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame, LoweringDiagnostic
+from refinterp.language.checks import check_main_graph
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorType,
                                          describe_type, instantiate_cached)
@@ -96,6 +97,9 @@ class Executor:
         # them, so that exceeding max_depth is a diagnostic rather than a RecursionError
         sys.setrecursionlimit(max(sys.getrecursionlimit(),
                                   FRAMES_PER_CALL * self.limits.max_depth + 2000))
+        if definition.is_graph:  # the root graph of a run is the main graph (§2.6, §2.15)
+            for finding in check_main_graph(definition, self.profile):
+                raise finding
         if self.hooks.trace is not None:  # the trace lists the inputs in declaration order
             declared = [d.name for d in definition.block("input").entries] \
                 if definition.block("input") is not None else []
@@ -375,6 +379,8 @@ class Executor:
                 continue
             if isinstance(target, ast.LName):
                 self.check_assignable(target, scope)
+                if target.pack is not None:
+                    self.check_pack_lengths_stated([target])
                 if target.pack is not None and target.pack.length is not None:
                     expected = evaluate(target.pack.length, scope.environment(self.profile))
                     if not isinstance(value, list) or len(value) != expected:
@@ -434,17 +440,18 @@ class Executor:
 
     def check_pack_lengths_stated(self, packed: list) -> None:
         """§2.10 (L1002): "the length of such results must be explicitly denoted": under
-        `--profile spec` a packed target inside brackets states its length (`c..(k)`, not
-        `c..`); a profile whose `packed_target_length` is "rest" (`khronos`, as the Khronos
+        `--profile spec` a packed target states its length (`a..(n)`, `[b, c..(k)]`; not `a..`
+        nor `c..`); a profile whose `packed_target_length` is "rest" (`khronos`, as the Khronos
         parser does) accepts `c..`, taking the rest."""
         if self.profile.packed_target_length == "rest":
             return
         for item in packed:
             if item.pack is None or item.pack.length is None:
+                name = item.name if isinstance(item, ast.LName) else "(e, f)"
                 raise ComposeDiagnostic(
-                    "a packed target must state its length, `c..(k)` (spec §2.10: \"the "
+                    f"a packed target must state its length, `{name}..(n)` (spec §2.10: \"the "
                     "length of such results must be explicitly denoted\"); --profile "
-                    "khronos accepts `c..`", item.span)
+                    f"khronos accepts `{name}..`", item.span)
 
     @staticmethod
     def empty_like(pack: list) -> list:

@@ -78,3 +78,26 @@ def test_a_golden_view_beyond_int64_is_a_problem_of_the_case(tmp_path: Path, cap
     assert "within int64's range" in capsys.readouterr().err
     assert main(["check", str(suite), "--backend", "refinterp:auto"]) == 1
     assert "1 broken" in capsys.readouterr().out
+
+
+OPTIONAL_CHAINS = """operator f {{
+ @input {{ x: real[n]; o: optional real[n]; }}
+ @output {{ y: real[n]; }}
+ {body}
+}}
+"""
+
+
+@pytest.mark.parametrize("body, code", [
+    ("@compose { y = if x.shape[0] > 1 then { yield " + " + ".join(["o"] * 5_000)
+     + "; } else { yield x; }; }", "E1307"),
+    ("@lower { y[i] = " + " + ".join(["x[i]"] * 5_000) + " + o[i], i < n; }", "E1305"),
+])
+def test_long_chains_in_the_static_checks_are_diagnostics(tmp_path: Path, capsys, body: str,
+                                                          code: str) -> None:
+    """The optional-expression rules walk a chain of 5,000 terms without recursion."""
+    path = tmp_path / "f.sknd"
+    path.write_text(OPTIONAL_CHAINS.format(body=body))
+    assert main(["lint", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"[{code}]" in err and "internal error" not in err

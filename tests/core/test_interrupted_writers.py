@@ -23,7 +23,7 @@ ROOT = REPO_ROOT
 REFINTERP = [sys.executable, "-m", "refinterp"]
 
 MODEL = """graph G {
-    @input { x: real[n]; }
+    @input { x: real[n|1000000]; }
     @variable { w: real[n]; v: real[n]; }
     @output { y: real[n]; }
     @compose { y = scale(x, w); }

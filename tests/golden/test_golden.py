@@ -422,7 +422,7 @@ def test_non_finite_attributes_and_unequal_packs(tmp_path: Path) -> None:
     assert json.loads((constant / "case.json").read_text())["attributes"]["value"] == \
         ["nan", "inf", "-inf"]
     concat = suite / "layout.concat" / "unequal"
-    assert "inputs: real[~, 3]..(2);" in (concat / "model.sknd").read_text()
+    assert "inputs: real[~|2, 3]..(2);" in (concat / "model.sknd").read_text()
     inputs = np.load(concat / "inputs.npz")
     assert np.array_equal(np.load(concat / "outputs.npz")["output"],
                           np.concatenate([inputs["inputs.0"], inputs["inputs.1"]]))

@@ -1,7 +1,8 @@
 """An absent optional value reaching an output (§2.10: optional inputs may be omitted; an
-output may be declared optional): `y = o;` or `y = { yield o; };` with `o` omitted leaves an
-optional output absent, and is a positioned diagnostic for an output that is not optional —
-never an internal error (it was an AttributeError in the executor, in eval and shapes). And
+output may be declared optional): `y = o;` with `o` omitted leaves an optional output absent,
+and is a positioned diagnostic for an output that is not optional — never an internal error
+(it was an AttributeError in the executor, in eval and shapes); `y = { yield o; };` is refused
+when loaded ("The yielded results must not be optional expressions", E1307). And
 `int(inf)` / `int(-inf)` as slice bounds clip like any bound out of range (§2.4)."""
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ PROGRAM = """graph G {{
     @compose {{ {body} }}
 }}
 """
-BODIES = ["y = o;", "y = { yield o; };"]
+BODIES = ["y = o;"]
+
+
+@pytest.mark.parametrize("output", ["", "optional "])
+def test_a_block_yielding_an_absent_optional_is_refused(output: str) -> None:
+    with pytest.raises(ri.Error) as info:
+        ri.load_source(PROGRAM.format(output=output, body="y = { yield o; };"), path="g.sknd")
+    assert info.value.code == "E1307" and info.value.span.line == 4
 
 
 @pytest.mark.parametrize("body", BODIES)
