@@ -56,7 +56,7 @@ from refinterp.language.instance import (Invocation, TensorType, describe_type, 
                                          instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_NAMES, make_engine
 from refinterp.language.modules import (STDLIB_DIR, LoadedModule, LoadedProgram, Loader,
-                                        find_operator, stdlib_module_files,
+                                        find_operator, is_private, stdlib_module_files,
                                         unknown_operator_notes)
 from refinterp.run.params import ParameterStore
 from refinterp.syntax import ast
@@ -72,7 +72,8 @@ ENGINES = ENGINE_NAMES
 
 __all__ = ["Error", "TensorType", "Program", "Target", "Shapes", "Run", "Limits", "Hooks",
            "load", "load_source", "load_module", "operators", "signature", "resolve", "shapes",
-           "evaluate", "random_inputs", "fixed_inputs", "parse_value", "describe_type",
+           "evaluate", "random_inputs", "fixed_inputs", "parse_value", "parse_array",
+           "values_text", "SMALL_ARRAY", "describe_type",
            "evaluate_expression", "run_operator", "stdlib_modules", "lint", "PROFILES",
            "ENGINES"]
 
@@ -131,14 +132,20 @@ class Program:
                 return definitions[0], main
             raise SelectionDiagnostic(
                 f"{main.path} defines {len(definitions)} operators; choose one with --op NAME",
-                notes=["candidates: " + (", ".join(d.name for d in definitions) or "none")])
+                notes=[_candidates(definitions)])
         found = find_operator(tuple(name.split(".")), main)
         if found is not None:
             return found
         raise SelectionDiagnostic(
             f"no operator or graph '{name}' in {main.path}",
             notes=unknown_operator_notes(tuple(name.split(".")), main, self.loaded.stdlib)
-            + ["candidates: " + (", ".join(d.name for d in definitions) or "none")])
+            + [_candidates(definitions)])
+
+
+def _candidates(definitions: list[ast.OperatorDef]) -> str:
+    """The note listing the operators and graphs one may choose (private ones are not)."""
+    return "candidates: " + (", ".join(d.name for d in definitions if not is_private(d.name))
+                             or "none")
 
 
 def __getattr__(name: str) -> Any:
@@ -306,6 +313,47 @@ def parse_value(text: str, profile: str = "spec", name: str = "<value>") -> Valu
         raise
 
 
+def parse_array(text: str, profile: str = "spec", name: str = "<value>") -> np.ndarray:
+    """An input array written as a literal (`refinterp eval --input x=...`): a SkriptND
+    literal expression (`parse_value`), except that a list of lists is a rank-≥2 array, as in
+    NumPy (`[[1.0, 2.0, 3.0]]` is real[1, 3]). Its rows must all be lists of the same shape
+    and type; a ragged one is an ArgumentDiagnostic (E0901) at that row."""
+    from refinterp.core.source import SourceFile
+    from refinterp.language.expr import Environment, evaluate as evaluate_compile_time
+    from refinterp.syntax.parser import parse_expression
+
+    tree = parse_expression(SourceFile(name, text))
+    if not _is_nested_list(tree):
+        return np.asarray(parse_value(text, profile, name))
+    env = Environment({}, profile=_profile(profile))
+
+    def array(node: ast.Expr) -> np.ndarray:
+        if not _is_nested_list(node):
+            return np.asarray(evaluate_compile_time(node, env))
+        rows = []
+        for item in node.items:
+            if not isinstance(item, ast.ListExpr):
+                raise ArgumentDiagnostic("a ragged array: every item of a list of lists must be "
+                                         "a list", item.span)
+            rows.append((array(item), item))
+        first = rows[0][0]
+        for row, item in rows[1:]:
+            if row.shape != first.shape or row.dtype.kind != first.dtype.kind:
+                raise ArgumentDiagnostic(
+                    f"a ragged array: this row is {kind_of(row)}{list(row.shape)}, the first "
+                    f"{kind_of(first)}{list(first.shape)}", item.span,
+                    notes=["the rows of a list of lists are one array's: the same shape and "
+                           "type"])
+        return np.stack([row for row, _ in rows])
+    return array(tree)
+
+
+def _is_nested_list(node: ast.Expr) -> bool:
+    """`[[...], ...]`: a list literal with a list literal among its items."""
+    return isinstance(node, ast.ListExpr) and any(isinstance(i, ast.ListExpr)
+                                                  for i in node.items)
+
+
 def format_file(path: str | Path) -> tuple[str, str, list[Diagnostic]]:
     """The canonical form of a file (`refinterp fmt`): (canonical text, original text, parser
     warnings). Formatting needs no imports."""
@@ -371,6 +419,21 @@ def summary(array: np.ndarray) -> dict[str, Any]:
     return {"dtype": kind_of(array), "shape": list(np.shape(array)),
             **{k: None if values is None else float(getattr(values, k)())
                for k in ("min", "max", "mean")}}
+
+
+SMALL_ARRAY = 64  # the most elements whose values `values_text` prints (`refinterp eval`)
+
+
+def values_text(array: np.ndarray, prefix: str = "") -> str | None:
+    """The values of an array of at most SMALL_ARRAY elements in NumPy's print style, each real
+    with the fewest digits that read back as the same float64 (`floatmode="unique"`, so
+    float32 values print short too), continuation lines aligned after `prefix`; None for a
+    larger array. What `refinterp eval` prints beside its summary."""
+    array = np.asarray(array)
+    if array.size > SMALL_ARRAY:
+        return None
+    return prefix + np.array2string(array, max_line_width=100, threshold=SMALL_ARRAY + 1,
+                                    floatmode="unique", separator=" ", prefix=prefix)
 
 
 def _profile(name: str) -> rules.Profile:

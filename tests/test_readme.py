@@ -4,53 +4,26 @@ the Python block runs. Commands on the illustrative `my_model/` folder are not r
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
 import pytest
 
 from refinterp.cli import main
+from testsupport.sessions import blocks as readme_blocks
+from testsupport.sessions import matches
+from testsupport.sessions import sessions as readme_sessions
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def blocks(language: str = "") -> list[str]:
-    text = README.read_text()
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    return readme_blocks(README, language)
 
 
 def sessions() -> list[tuple[str, list[str]]]:
     """(command, expected output lines) for every `$ ` line of the plain code blocks."""
-    found = []
-    for block in blocks():
-        lines = block.splitlines()
-        index = 0
-        while index < len(lines):
-            if not lines[index].startswith("$ "):
-                index += 1
-                continue
-            command = lines[index][2:]
-            while command.endswith("\\"):
-                index += 1
-                command = command[:-1] + lines[index].strip()
-            index += 1
-            output = []
-            while index < len(lines) and not lines[index].startswith("$ "):
-                output.append(lines[index])
-                index += 1
-            found.append((command, output))
-    return found
-
-
-def matches(expected: list[str], actual: list[str]) -> bool:
-    """Line by line; a line `...` matches any number of lines."""
-    if not expected:
-        return not actual
-    if expected[0] == "...":
-        return any(matches(expected[1:], actual[k:]) for k in range(len(actual) + 1))
-    return bool(actual) and actual[0].rstrip() == expected[0].rstrip() and \
-        matches(expected[1:], actual[1:])
+    return readme_sessions(README)
 
 
 RUNNABLE = [(c, o) for c, o in sessions() if c.startswith("refinterp ") and o

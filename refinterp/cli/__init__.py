@@ -138,6 +138,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stream_failed(error)
 
 
+def command_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` ran — `refinterp golden build`'s for `golden
+    build` — so that misuse found after parsing (UsageError) prints that command's usage, as
+    argparse does for the misuse it finds itself."""
+    current = parser
+    while True:
+        actions = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if chosen not in (actions[0].choices if actions else {}):
+            return current
+        current = actions[0].choices[chosen]
+
+
 def _stream_failed(error: StreamError) -> int:
     """The exit status when stdout or stderr could not be written: 0 for a broken pipe on
     stdout (the reader has what it wanted), else 1, with a message on stderr when it is
@@ -159,7 +173,11 @@ def _command(arguments: list[str], process: bool) -> int:
     """Parse and run one command line; its exit status. A failing stdout or stderr
     (StreamError) is left to `main`."""
     parser = build_parser(command_named(arguments))
-    args = parser.parse_args(preprocess(arguments))
+    args, unknown = parser.parse_known_args(preprocess(arguments))
+    if unknown:  # said with the usage of the command misused (argparse: the top level's)
+        top_level = arguments[:arguments.index(args.command)]  # before the command's name
+        misused = parser if unknown[0] in top_level else command_parser(parser, args)
+        misused.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = arguments  # as given (eval --save-case records the command)
     out = Output(json_mode=getattr(args, "json", False) is True)  # check: --json FILE
     run = command_module(args.command).run
@@ -174,8 +192,9 @@ def _command(arguments: list[str], process: bool) -> int:
         out.error(diag)
         return EXIT_DIAGNOSTIC
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"refinterp: error: {exc}\n")
+        misused = command_parser(parser, args)
+        misused.print_usage(sys.stderr)
+        sys.stderr.write(f"{misused.prog}: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -16,9 +16,8 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
                 limits: Any) -> dict[str, Any]:
     """Input arrays from --inputs, --input NAME=PATH.npy|LITERAL and --random (each name from
     one place only), within the tensor size and pack length `limits`; `fixed()` gives the
-    declared types of inputs with fixed shapes (for `--random NAME` and `--random-inputs`)."""
-    import numpy as np
-
+    declared types of inputs with fixed shapes (for `--random NAME` and `--random-inputs`); a
+    literal list of lists is a rank-≥2 array (`api.parse_array`)."""
     from refinterp import api
     from refinterp import io
 
@@ -47,7 +46,7 @@ def load_inputs(args: argparse.Namespace, fixed: Callable[[], dict],
                                     max_tensor_size=limits.max_tensor_size,
                                     max_input_size=input_size), f"--input {name}")
         else:
-            add(name, np.asarray(api.parse_value(value, args.profile, f"<input {name}>")),
+            add(name, api.parse_array(value, args.profile, f"<input {name}>"),
                 f"--input {name}")
     wanted: dict[str, Any] = {}
     declared = None
@@ -89,8 +88,9 @@ def write_results(args: argparse.Namespace, outputs: dict[str, Any], run: Any) -
 
 
 def print_outputs(out: Output, outputs: dict[str, Any], about: dict[str, Any]) -> int:
-    """A run's outputs: name, dtype, shape, min, max, mean of each (with --json, an object of
-    `about` and the summaries)."""
+    """A run's outputs: name, dtype, shape, min, max, mean of each, then the values of each
+    output of at most `api.SMALL_ARRAY` elements (`api.values_text`); with --json, an object
+    of `about` and the summaries (the values are in -o OUT.npz)."""
     from refinterp import api
 
     if out.json_mode:
@@ -100,6 +100,10 @@ def print_outputs(out: Output, outputs: dict[str, Any], about: dict[str, Any]) -
               [[name, s["dtype"], str(s["shape"]), *(_number(s[k]) for k in
                                                      ("min", "max", "mean"))]
                for name, s in ((n, api.summary(a)) for n, a in outputs.items())])
+    for name, array in outputs.items():
+        text = api.values_text(array, prefix=f"{name} = ")
+        if text is not None:
+            out.result(text)
     return EXIT_OK
 
 

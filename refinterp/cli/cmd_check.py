@@ -67,8 +67,11 @@ def add_parser(commands: Any) -> None:
                        help="dtype policy: exact (float64/int64/bool), kind (the default: a "
                             "float32 result passes on values), values (any dtype)")
     add(check, "max_input_size")
-    check.add_argument("--json", metavar="REPORT.json", help="write the JSON report")
-    check.add_argument("--junit", metavar="REPORT.xml", help="write a JUnit XML report")
+    check.add_argument("--json", metavar="REPORT.json",
+                       help="write the JSON report ('-': to stdout, the rest of the output "
+                            "then goes to stderr)")
+    check.add_argument("--junit", metavar="REPORT.xml",
+                       help="write a JUnit XML report ('-': to stdout, as --json -)")
     check.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                        help="worker processes (default 1)")
     check.add_argument("--shard", metavar="I/N",
@@ -80,7 +83,11 @@ def add_parser(commands: Any) -> None:
                             "and name the first where the back end's own ({probes}) diverge")
     check.add_argument("--shrink", action="store_true",
                        help="for a failing operator case, search smaller shapes and simpler "
-                            "values and print the smallest case that still fails")
+                            "values and print the smallest case that still fails with its "
+                            "case")
+    check.add_argument("--keep", action="store_true",
+                       help="with --shrink: keep the smallest case's folder (in the temporary "
+                            "folder) and name it; without --keep it is removed")
     check.add_argument("--no-explain", action="store_true",
                        help="skip the explanations (other profiles, higher precision)")
     check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -101,9 +108,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from refinterp import harness
     from refinterp.io import check_writable
 
+    _reserve_stdout(args, out)
     for path, what in ((args.json, "--json"), (args.junit, "--junit"),
                        (args.update_expect, "--update-expect")):
-        if path:  # refused before the run, not after it
+        if path and path != harness.STDOUT:  # refused before the run, not after it
             check_writable(path, what)
     if args.merge:
         results, backend, suite = harness.load_results(args.merge)
@@ -118,6 +126,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     check_number(args.ulp, "--ulp", 0, 2**62)
     if args.profile is not None and args.backend_cmd is None:
         raise UsageError("--profile is for --backend-cmd (a named back end says its own)")
+    if args.keep and not args.shrink:
+        raise UsageError("--keep is for --shrink (it keeps the smallest failing case's folder)")
     if args.in_process and args.backend_cmd is not None:
         raise UsageError("--in-process is for a Python --backend (a command always runs in "
                          "processes of its own)")
@@ -133,6 +143,19 @@ def run(args: argparse.Namespace, out: Output) -> int:
             return _check(args, out, spec)
         except processes.Interrupted as stop:  # while reporting, after the run
             return stop.status
+
+
+def _reserve_stdout(args: argparse.Namespace, out: Output) -> None:
+    """`--json -` or `--junit -`: that report is written to stdout, and everything else the
+    run prints goes to stderr. Only one report can have stdout."""
+    from refinterp import harness
+
+    to_stdout = [option for option, path in (("--json", args.json), ("--junit", args.junit))
+                 if path == harness.STDOUT]
+    if len(to_stdout) > 1:
+        raise UsageError("--json - and --junit -: only one report can be written to stdout")
+    if to_stdout:
+        out.reserve_stdout()
 
 
 def _check(args: argparse.Namespace, out: Output, spec: Any) -> int:
@@ -172,8 +195,8 @@ def _check(args: argparse.Namespace, out: Output, spec: Any) -> int:
                                     dask_address=args.dask, expectations=expectations,
                                     progress=record)
         done()
-        shrunk = harness.shrink_failures(args.suite, spec, options, results) \
-            if args.shrink else []
+        shrunk = harness.shrink_failures(args.suite, spec, options, results, args.keep) \
+            if args.shrink else {}
     except processes.Interrupted as stop:
         done()
         return _interrupted(args, out, stop, finished, expectations, name)
@@ -183,8 +206,9 @@ def _check(args: argparse.Namespace, out: Output, spec: Any) -> int:
         for entry in harness.unused(expectations, [r.id for r in results]):
             out.diagnostic(Diagnostic(f"--expect: the entry '{entry.pattern}' matches no case "
                                       f"of this run", severity="warning"))
-    for line in shrunk:
-        out.result(line)
+    for result in results:  # printed (and reported) with its case
+        if result.id in shrunk:
+            result.explanation = result.explanation.rstrip("\n") + "\n" + shrunk[result.id]
     if args.update_expect:
         count = harness.write_expectations(args.update_expect, results)
         out.result(f"wrote {count} expectation(s) to {args.update_expect}")
@@ -246,7 +270,7 @@ def _finish(args: argparse.Namespace, out: Output, results: list[Any], backend: 
             body = f"expected to fail ({result.expected}) but passed" \
                 if result.status == "xpass" else result.explanation
             out.result(title + "\n" + "\n".join("  " + line for line in body.splitlines()))
-    harness.print_summary(results)
+    harness.print_summary(results, out.stream)
     cover = harness.coverage(results)
     out.result(f"coverage: {len(cover['passed'])} operator(s) pass every case, "
                f"{len(cover['partial'])} some, {len(cover['failed'])} none, "

@@ -5,6 +5,7 @@ or a trace where asked."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -47,8 +48,9 @@ def add_parser(commands: Any) -> None:
                         help="the most memory the vector engine's temporaries may take at "
                              "once (default 2G); larger iteration spaces run in chunks")
     parser.add_argument("--save-case", metavar="DIR",
-                        help="freeze the run as a golden case folder (model, inputs, params, "
-                             "outputs, case.json; docs/golden.md)")
+                        help="freeze the run as a golden case folder (model, the modules it "
+                             "imports, inputs, params, outputs, case.json; docs/golden.md); "
+                             "missing parent folders are created")
     parser.add_argument("--case-class", default="reduction", metavar="CLASS",
                         choices=["exact", "arithmetic", "transcendental", "reduction"],
                         help="the tolerance class of a --save-case case (default reduction)")
@@ -79,9 +81,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--seed: a seed is a non-negative int; got {args.seed}")
     bounds = limits(args)
     for name, what, folder_ok in WRITTEN:
-        if getattr(args, name):
+        if name == "save_case" and args.save_case:
+            _check_case_folder(Path(args.save_case))
+        elif getattr(args, name):
             io.check_writable(getattr(args, name), what, folder_ok=folder_ok)
     target, values = run_target(args)
+    if args.save_case:
+        _check_savable(args, target, values)
 
     def fixed() -> dict:
         return api.fixed_inputs(target, attributes=values, profile=args.profile, limits=bounds)
@@ -108,25 +114,66 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.write_params:
         io.write_params(args.write_params, run.state, "--write-params")
     if args.save_case:
-        _save_case(args, target, run)
+        _save_case(args, target, values, run)
     return print_outputs(out, outputs, {"operator": run.operator, "profile": run.profile,
                                         "engine": run.engine})
 
 
-def _save_case(args: argparse.Namespace, target: Any, run: Any) -> None:
-    """--save-case DIR: the run as a golden case of kind "model" (a standard operator run by
-    --op MODULE.OP has no model file: it is written as an operator case's graph)."""
-    from refinterp import golden
+def _check_case_folder(folder: Path) -> None:
+    """--save-case DIR, before the run: DIR is a folder or can be made in its nearest existing
+    ancestor, a writable folder (the missing parents are created when the case is saved)."""
+    from refinterp import io
+    from refinterp.core.diagnostics import FileDiagnostic
 
-    if args.file is None or args.op is not None:
-        raise UsageError("--save-case needs a model FILE|DIR and its default graph "
-                         "(to freeze a standard operator, write a case table)")
+    ancestor = folder
+    while not os.path.lexists(ancestor) and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    if ancestor == folder or folder.parent == ancestor:
+        io.check_writable(folder, "--save-case", folder_ok=True)
+    elif not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise FileDiagnostic(f"cannot write --save-case '{folder}': '{ancestor}' is not a "
+                             f"writable folder", code="E0801")
+
+
+def _check_savable(args: argparse.Namespace, target: Any, values: dict[str, Any]) -> None:
+    """--save-case, before the run: a graph's case runs its model.sknd on inputs (and params)
+    alone, so a graph run with --attrib or --generic cannot be frozen (an operator's can: its
+    case's model.sknd invokes it with them)."""
+    if target.definition.is_graph and args.op is not None and \
+            target.program.find(None)[0] is not target.definition:
+        raise UsageError(f"--save-case: a model case runs its file's first graph, not "
+                         f"'{target.definition.name}'; put that graph first, or in a file "
+                         f"of its own")
+    if target.definition.is_graph and (values or args.generic):
+        given = ", ".join([f"--attrib {name}" for name in values] +
+                          [f"--generic {g}" for g in args.generic])
+        raise UsageError(f"--save-case: graph '{target.definition.name}' runs here with "
+                         f"{given}, but a model case runs its graph with inputs and params "
+                         f"alone; give the graph's attributes defaults, or freeze one of "
+                         f"its operators (--op NAME)")
+
+
+def _save_case(args: argparse.Namespace, target: Any, values: dict[str, Any],
+               run: Any) -> None:
+    """--save-case DIR: the run as a golden case folder whose model.sknd runs from the folder
+    alone. A graph's run is a case of kind "model" (the graph's file, params and the modules
+    it imports from outside the bundled library); an operator's (of a file, or --op
+    MODULE.OP) is an operator case (id `<module>.<op>/<DIR's name>`) whose model.sknd
+    invokes it with the run's --attrib values, --generic types and --profile, its modules
+    copied beside it (docs/golden.md "Saved runs")."""
     import shlex
+
+    from refinterp import golden
 
     folder = Path(args.save_case)
     command = "refinterp " + " ".join(shlex.quote(a) for a in args.argv)
-    golden.write_model_case(folder, target.program.path, run.inputs, run.params, args.profile,
-                            args.case_class, folder.name, command)
+    if target.definition.is_graph:
+        golden.write_model_case(folder, target.program.path, run.inputs, run.params,
+                                args.profile, args.case_class, folder.name, command,
+                                search_path=tuple(args.path), stdlib=args.stdlib)
+    else:
+        golden.save_operator_case(folder, target, run.inputs, values, tuple(args.generic),
+                                  args.profile, args.case_class, command)
 
 
 def _engine_log(out: Output) -> Callable[[Any, str], None]:

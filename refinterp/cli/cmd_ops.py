@@ -17,6 +17,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("module", metavar="MODULE|FILE", nargs="?",
                         help="a standard module (nn, math, ...) or a file; default: every "
                              "standard module")
+    parser.add_argument("--private", action="store_true",
+                        help="list the private operators too (names starting with '_', "
+                             "helpers invoked only from their own module)")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -31,7 +34,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         programs = [api.load(args.module, stdlib=args.stdlib, search_path=args.path)]
     else:
         programs = [api.load_module(args.module, stdlib=args.stdlib)]
-    signatures = [s for program in programs for s in program.operators()]
+    signatures = [s for program in programs for s in program.operators()
+                  if args.private or not s.name.startswith("_")]
     if out.json_mode:
         out.data({"operators": [s.as_json() for s in signatures]})
         return EXIT_OK

@@ -31,9 +31,20 @@ class Output:
         self._console = None
         self.json_mode = json_mode
         self.warnings: list[Diagnostic] = []
+        self._stdout_reserved = False
+
+    def reserve_stdout(self) -> None:
+        """stdout carries a report of its own (`check --json -`): from now on the readable
+        results and tables go to stderr, so that stdout holds nothing but that report."""
+        self._stdout_reserved = True
+
+    @property
+    def stream(self) -> Any:
+        """Where readable results go: stdout, or stderr once stdout is reserved."""
+        return sys.stderr if self._stdout_reserved else sys.stdout
 
     def result(self, text: str) -> None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        self.stream.write(text if text.endswith("\n") else text + "\n")
 
     def data(self, data: Any) -> None:
         """The result of a --json command (warnings added as "warnings" when there are any)."""
@@ -45,14 +56,14 @@ class Output:
 
     def table(self, header: list[str], rows: list[list[str]]) -> None:
         """A small table: rich when stdout is a terminal, aligned plain text otherwise."""
-        if sys.stdout.isatty():
+        if self.stream.isatty():
             from rich.console import Console
             from rich.table import Table
 
             table = Table(*header)
             for row in rows:
                 table.add_row(*row)
-            Console().print(table)
+            Console(stderr=self._stdout_reserved).print(table)
             return
         widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
         for row in [header, *rows]:

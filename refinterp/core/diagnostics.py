@@ -59,6 +59,7 @@ CODES: dict[str, str] = {
     "E0800": "file cannot be read or is damaged",
     "E0801": "file cannot be written",
     "E0802": "array of an unsupported dtype",
+    "E0803": "file is not SkriptND text",
     "E0900": "invalid input arrays for the invocation",
     "E0901": "invalid option value",
     "E1000": "invalid @quantize entry",

@@ -20,7 +20,8 @@ Names built from data (case ids, operator names, manifest entries) become path c
 through `safe_component`, and paths built from them are proven inside their root (`inside`)
 before anything is written or deleted.
 
-Codes: E0800 a file cannot be read, E0801 a file cannot be written."""
+Codes: E0800 a file cannot be read, E0801 a file cannot be written, E0803 a source file is
+no SkriptND text (an ONNX model, an array file, UTF-16, binary)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from refinterp.core.diagnostics import FileDiagnostic
-from refinterp.core.source import SourceFile
+from refinterp.core.source import SourceFile, Span
 
 # The file that marks a folder refinterp made (a case folder being built, an old one set aside).
 MADE_MARKER = ".refinterp-made"
@@ -169,7 +170,97 @@ def read_source(path: str | Path, what: str = "source file") -> SourceFile:
     (`read_bytes`: a FIFO, a device or a longer file is a FileDiagnostic, E0800, `what` naming
     the file's role)."""
     data = read_bytes(path, what, MAX_SOURCE_BYTES)
+    _check_text(path, data)
     return SourceFile(str(path), data.decode("utf-8-sig", errors="replace"))
+
+
+CONVERTING = "docs/api.md, \"Files that are not SkriptND text\""
+
+# (magic bytes at the start, what the file is, what to do instead) of the files most often
+# given where SkriptND text belongs
+_NOT_TEXT = (
+    (b"\x93NUMPY", "a NumPy .npy array", "give arrays with --input NAME=FILE.npy"),
+    (b"PK\x03\x04", "a zip archive (a NumPy .npz file is one)",
+     "give arrays with --inputs FILE.npz or --params FILE.npz"),
+    (b"PK\x05\x06", "a zip archive (a NumPy .npz file is one)",
+     "give arrays with --inputs FILE.npz or --params FILE.npz"),
+    (b"\x4e\xef", "an NNEF tensor file (.dat)",
+     "a model folder's variables are read from its .dat files: give the folder"),
+    (b"\x1f\x8b", "a gzip-compressed file", "decompress it first"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text", "SkriptND source is UTF-8: convert it (iconv -f "
+                                          "UTF-32 -t UTF-8)"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text", "SkriptND source is UTF-8: convert it (iconv -f "
+                                          "UTF-32 -t UTF-8)"),
+    (b"\xff\xfe", "UTF-16 text", "SkriptND source is UTF-8: convert it (iconv -f UTF-16 -t "
+                                "UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text", "SkriptND source is UTF-8: convert it (iconv -f UTF-16 -t "
+                                "UTF-8)"),
+)
+# the first byte of each field of an ONNX ModelProto that may follow ir_version (field 1, a
+# varint: 0x08): producer_name, producer_version, domain, model_version, doc_string, graph,
+# opset_import
+_ONNX_NEXT_FIELDS = b"\x12\x1a\x22\x28\x32\x3a\x42"
+
+
+def _check_text(path: str | Path, data: bytes) -> None:
+    """Refuse a file that is no SkriptND text (E0803, at line 1 column 1, or at the first NUL
+    byte of a text file), naming what it is when its first bytes say it: an ONNX model, a
+    NumPy array, a zip archive (.npz), an NNEF tensor file, gzip, UTF-16 or UTF-32 text, a
+    file of control bytes with a NUL (binary); or a text file holding a NUL byte."""
+    what = _binary_kind(path, data)
+    if what is not None:
+        kind, advice = what
+        # the excerpt shows the first bytes, escaped, the first one underlined
+        source = SourceFile(str(path), _escaped(data[:16]))
+        raise FileDiagnostic(f"this is {kind}, not SkriptND text",
+                             Span(source, 1, 1, 1, 1 + len(_escaped(data[:1]))),
+                             notes=[advice], code="E0803")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        source = SourceFile(str(path), data.decode("utf-8-sig", errors="replace"))
+        at = source.text.find("\0")
+        raise FileDiagnostic("this file holds a NUL byte: it is not SkriptND text",
+                             source.span(at, at + 1), notes=["SkriptND source is UTF-8 text"],
+                             code="E0803")
+
+
+def _escaped(data: bytes) -> str:
+    """Bytes as printable text: ASCII letters, digits and punctuation as they are, every
+    other byte as \\xHH."""
+    return "".join(chr(b) if 0x20 < b < 0x7f and b != 0x5c else f"\\x{b:02x}" for b in data)
+
+
+def _binary_kind(path: str | Path, data: bytes) -> tuple[str, str] | None:
+    """(what the file is, what to do instead) for a file whose first bytes name a format that
+    is no SkriptND text; None otherwise."""
+    if _is_onnx(path, data):
+        return ("an ONNX model (protobuf)", "convert it to SkriptND with the Khronos NNEF-Tools "
+                                            f"converter ({CONVERTING})")
+    for magic, kind, advice in _NOT_TEXT:
+        if data.startswith(magic):
+            return kind, advice
+    head = data[:64]
+    if len(head) >= 4 and head[1::2].count(0) == len(head) // 2 and 0 not in head[0::2]:
+        return "UTF-16 text", "SkriptND source is UTF-8: convert it (iconv -f UTF-16LE -t UTF-8)"
+    if len(head) >= 4 and head[0::2].count(0) == len(head) // 2 and 0 not in head[1::2]:
+        return "UTF-16 text", "SkriptND source is UTF-8: convert it (iconv -f UTF-16BE -t UTF-8)"
+    head = data[:512]
+    if 0 in head and sum(b < 0x20 and b not in b"\t\n\r\f" for b in head) * 10 > len(head):
+        return "a binary file", "SkriptND source is UTF-8 text"  # mostly control bytes
+    return None
+
+
+def _is_onnx(path: str | Path, data: bytes) -> bool:
+    """An ONNX model: a protobuf ModelProto, which starts with its ir_version (field 1, a
+    varint) and then another of its fields; or a binary file named *.onnx."""
+    if Path(path).suffix.lower() == ".onnx" and (b"\0" in data or data[:1] == b"\x08"):
+        return True
+    if data[:1] != b"\x08":
+        return False
+    end = 1
+    while end < min(len(data), 11) and data[end] & 0x80:  # the varint's continuation bytes
+        end += 1
+    return end + 1 < len(data) and data[end + 1] in _ONNX_NEXT_FIELDS
 
 
 def _size(count: int) -> str:

@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import re
+import shlex
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,8 @@ from refinterp.golden.model import operator_model
 from refinterp.golden.table import CaseSpec, json_values, read_table, table_span
 from refinterp.golden.tolerance import STORED_DTYPES, Bound, allowed_errors, bounds
 from refinterp.io import encode_npy, encode_npz, flatten_packs
+from refinterp.language.modules import STDLIB_DIR
+from refinterp.language.values import NULL
 from refinterp.lower.engines import difference, iterations
 from refinterp.numeric.representation import kind_of
 
@@ -315,10 +318,21 @@ class CaseWriter:
                              code="E0801")
 
     def write(self, name: str, data: bytes | str) -> None:
+        """Write the file `name` (`/`-separated for a module in a subfolder: `lib/util.sknd`)
+        and remember its hash for case.json's `files`."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
+        parts = name.split("/")
         with _as_build_error():
-            write_bytes(self.temp / safe_component(name, "a case file's name"), raw,
-                        f"the case file '{name}'")
+            for part in parts:
+                safe_component(part, "a case file's name")
+            target = self.temp.joinpath(*parts)
+            if len(parts) > 1:
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as error:
+                    raise BuildError(f"cannot write the case file '{name}': "
+                                     f"{error.strerror or error}", code="E0801") from None
+            write_bytes(target, raw, f"the case file '{name}'")
         self.files[name] = sha256(raw)
 
     def finish(self, manifest: dict[str, Any]) -> str:
@@ -334,6 +348,82 @@ class CaseWriter:
         remove_made_folder(self.temp)
 
 
+# --------------------------------------------------------------------------- a user's modules
+
+# names a module copied into a case folder must not take: the case's own files
+RESERVED_MODULES = ("model", "case", "inputs", "outputs", "params", "updated", "bounds",
+                    "views")
+
+
+def case_target(spec: CaseSpec) -> Any:
+    """What a case runs: a standard operator by name (`math.add`), or for an operator of a
+    user's file (`spec.file`), that operator (an `api.Target`) of the file loaded with the
+    case's search path. A file that does not load is a BuildError naming where."""
+    if spec.file is None:
+        return spec.operator
+    try:
+        program = api.load(spec.file, search_path=spec.search_path)
+        return api.resolve(program, spec.operator.split(".", 1)[1])
+    except api.Error as error:
+        where = f" ({error.span})" if error.span else ""
+        raise BuildError(f"cannot load {spec.file}: {error.code}: {error.message}{where}",
+                         notes=list(error.notes)) from None
+
+
+def module_sources(program: Any, main_as: str | None = None) -> dict[str, bytes]:
+    """The module files of a loaded program that are not in the bundled standard library,
+    by the name each takes in a case folder, so that the case runs from its folder alone: an
+    imported module under its import path (`helpers` -> helpers.sknd, `lib.util` ->
+    lib/util.sknd, found first beside the case's model.sknd), the main module as `main_as`
+    (default: its own module name). A module whose name is a case file's, or two different
+    files under one name, is a BuildError."""
+    stdlib = STDLIB_DIR.resolve()
+    found: dict[str, bytes] = {}
+    for module in program.loaded.modules:
+        path = Path(module.path).resolve()
+        if path.is_relative_to(stdlib):
+            continue
+        if module is program.main and main_as is not None:
+            name = main_as
+        else:
+            if module.name.split(".")[0] in RESERVED_MODULES:
+                raise BuildError(f"module '{module.name}' ({module.path}) cannot be copied into "
+                                 f"a case folder, whose {module.name.split('.')[0]}.* files "
+                                 f"are the case's own; rename the module")
+            name = "/".join(module.name.split(".")) + path.suffix
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise BuildError(f"cannot read module '{module.name}' ({module.path}): "
+                             f"{error.strerror or error}", code="E0800") from None
+        if found.get(name, data) != data:
+            raise BuildError(f"two different files are module '{module.name}' ({module.path} "
+                             f"and another); a case folder holds one file per module name")
+        found[name] = data
+    return found
+
+
+def _operator_sources(target: Any) -> dict[str, bytes]:
+    """The files an operator case copies beside its model.sknd (none for a standard
+    operator of the bundled library)."""
+    return {} if isinstance(target, str) else module_sources(target.program)
+
+
+def _check_copied(model: Path, sources: dict[str, bytes], main_as: str | None) -> None:
+    """The copied program (`model`, in the new case folder; its main module named `main_as`)
+    must load exactly the module files `sources` (imports resolve differently when a module
+    imported from a subfolder imports a module that lies elsewhere)."""
+    try:
+        copied = module_sources(api.load(model), main_as)
+    except api.Error as error:
+        raise BuildError(f"the case folder's copy of the program does not load: "
+                         f"{error.code}: {error.message}") from None
+    if copied != sources:
+        raise BuildError("the copied modules do not import one another as the originals do "
+                         "(a module in a subfolder imports a module from elsewhere); a case "
+                         "folder cannot hold this program")
+
+
 def _entry_span(spec: CaseSpec) -> Any:
     """Where the table declares the case (its [[case]] or [[family]] entry)."""
     if not spec.table:
@@ -345,17 +435,27 @@ def _entry_span(spec: CaseSpec) -> Any:
 def _regenerate(spec: CaseSpec, suite: Path) -> str:
     """The command that rebuilds the case, to run in the suite folder (so that it does not
     depend on where the suite is)."""
-    table = Path(spec.table) if spec.table else Path("TABLE")
+    shown = _relative(Path(spec.table) if spec.table else Path("TABLE"), suite)
+    paths = "".join(f" --path {shlex.quote(_relative(Path(folder), suite))}"
+                    for folder in spec.search_path)
+    return f"refinterp golden build {shown} -o .{paths} -k '^{re.escape(spec.id)}$'"
+
+
+def _relative(path: Path, suite: Path) -> str:
+    """`path` relative to the suite folder (`/`-separated), or as it is on another drive."""
     try:
-        shown = Path(os.path.relpath(table.resolve(), suite.resolve())).as_posix()
-    except ValueError:  # another drive
-        shown = table.as_posix()
-    return f"refinterp golden build {shown} -o . -k '^{re.escape(spec.id)}$'"
+        return Path(os.path.relpath(path.resolve(), suite.resolve())).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
-def _output_types(operator: str, arrays: dict[str, Any]) -> dict[str, str]:
+def _output_types(target: Any, arrays: dict[str, Any]) -> dict[str, str]:
     """Output dtypes for the model of an error case: the declared one, or the first input's."""
-    signature = api.signature(operator)
+    if isinstance(target, str):
+        signature = api.signature(target)
+    else:
+        from refinterp.signature import signature as signature_of
+        signature = signature_of(target.definition, target.module)
     first = next(iter(flatten_packs(arrays).values()), None)
     default = kind_of(first) if first is not None else "real"
     result = {}
@@ -376,12 +476,13 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
             raise BuildError(f"case {spec.id}: {error.message}",
                              span=_entry_span(spec)) from None
     try:
-        computed = compute(spec.operator, arrays, attributes=spec.attributes,
+        target = case_target(spec)
+        computed = compute(target, arrays, attributes=spec.attributes,
                            generics=spec.generics, profile=spec.profile)
-        outcome = _written(spec, arrays, computed, suite)
+        outcome = _written(spec, arrays, computed, suite, target=target)
     except BuildError as error:
-        raise BuildError(f"case {spec.id}: {error.message}",
-                         span=_entry_span(spec)) from None
+        raise BuildError(f"case {spec.id}: {error.message}", span=_entry_span(spec),
+                         notes=list(error.notes)) from None
     written = [outcome]
     if computed.error is None:  # layout variants: the same logical inputs, the same outputs
         for kind in spec.layouts:
@@ -389,19 +490,20 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
             if found:
                 variant = replace(spec, id=f"{spec.id}{layouts.SUFFIX}{kind}",
                                   name=f"{spec.name}{layouts.SUFFIX}{kind}", layouts=())
-                written.append(_written(variant, arrays, computed, suite, found, kind))
+                written.append(_written(variant, arrays, computed, suite, found, kind,
+                                        target=target))
     if spec.profile == "spec":
         for profile in api.PROFILES:
             if profile == spec.profile:
                 continue
-            other = compute(spec.operator, arrays, attributes=spec.attributes,
+            other = compute(target, arrays, attributes=spec.attributes,
                             generics=spec.generics, profile=profile)
             if _differs(computed, other):
                 variant = replace(spec, id=f"{spec.id}@{profile}", name=f"{spec.name}@{profile}",
                                   profile=profile,
                                   error=None if other.error is None else
                                   {"code": other.error.code, "message": ""})
-                written.append(_written(variant, arrays, other, suite))
+                written.append(_written(variant, arrays, other, suite, target=target))
     return written
 
 
@@ -430,9 +532,14 @@ def _identical(a: Any, b: Any) -> bool:
 
 def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: Path,
              views: dict[str, layouts.Layout] | None = None,
-             layout: str | None = None) -> tuple[str, str, str]:
+             layout: str | None = None, *, target: Any = None, folder: Path | None = None,
+             command: str | None = None) -> tuple[str, str, str]:
     """Check the outcome against the table, write the folder (with `views`, the layouts of
-    the inputs of a layout variant `layout`: views.npz and each input's `view`)."""
+    the inputs of a layout variant `layout`: views.npz and each input's `view`). `target`
+    is what the case runs (`case_target`; default the standard operator); its modules from
+    outside the bundled library are copied beside model.sknd. The folder is the suite's
+    `<operator>/<name>`, or `folder` (`eval --save-case`, its `command` recorded)."""
+    target = spec.operator if target is None else target
     if spec.error is not None:
         if computed.error is None:
             raise BuildError(f"the table expects error {spec.error['code']}, but the case "
@@ -444,23 +551,34 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
                              f"{computed.error.message}")
     elif computed.error is not None:
         raise BuildError(f"fails with {computed.error.code}: {computed.error.message}")
-    path = case_path(spec.operator, spec.name)
-    writer = CaseWriter(suite / path, suite)
+    if folder is None:
+        path = case_path(spec.operator, spec.name)
+        writer = CaseWriter(suite / path, suite)
+    else:
+        path = folder.name
+        writer = CaseWriter(folder)
     try:
+        sources = _operator_sources(target)
+        for name, data in sorted(sources.items()):
+            writer.write(name, data)
         outputs = computed.outputs if computed.error is None else \
-            _output_types(spec.operator, arrays)
+            _output_types(target, arrays)
         try:
             model = operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
                                    spec.generics)
         except ValueError as error:
             raise BuildError(f"no model.sknd can declare this case: {error}") from None
         writer.write("model.sknd", model)
+        if sources:
+            _check_copied(writer.temp / "model.sknd",
+                          {**sources, "model.sknd": model.encode("utf-8")}, "model.sknd")
         writer.write("inputs.npz", encode_npz(arrays))
         manifest: dict[str, Any] = {
             "format": FORMAT, "id": spec.id, "kind": "operator", "operator": spec.operator,
             "attributes": json_values(spec.attributes), "generics": list(spec.generics),
-            "profile": spec.profile, "versions": versions(), "command": _regenerate(spec, suite),
-            "inputs": {name: {**entry, "spec": _spec_of(spec, name)}
+            "profile": spec.profile, "versions": versions(),
+            "command": _regenerate(spec, suite) if command is None else command,
+            "inputs": {name: {**entry, **_spec_entry(spec, name)}
                        for name, entry in _array_entries(arrays).items()},
             "packs": {"inputs": _packs(arrays)},
         }
@@ -471,7 +589,7 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
             manifest["layout"] = layout
         # the model runs as written: what another implementation is handed computes the golden
         # (a layout variant's model runs on the strided inputs a Python back end is given)
-        check = compute(api.load_source(model, path=str(suite / path / "model.sknd")),
+        check = compute(api.load_source(model, path=str(writer.temp / "model.sknd")),
                         layouts.strided_inputs(arrays, views or {}), profile=spec.profile)
         if _differs(computed, check):
             raise BuildError("model.sknd does not compute what the operator does")
@@ -498,7 +616,12 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
 
 def _model_case(spec: CaseSpec, arrays: dict[str, Any], suite: Path) -> tuple[str, str, str]:
     """A whole-model case: the model's variables are random (from the case's seed)."""
-    program = api.load(spec.model)
+    try:
+        program = api.load(spec.model, search_path=spec.search_path)
+    except api.Error as error:
+        where = f" ({error.span})" if error.span else ""
+        raise BuildError(f"cannot load {spec.model}: {error.code}: {error.message}{where}",
+                         notes=list(error.notes)) from None
     try:
         first = api.evaluate(program, inputs=arrays, random_params=True, seed=spec.params_seed,
                              profile=spec.profile, engine="vector")
@@ -509,7 +632,25 @@ def _model_case(spec: CaseSpec, arrays: dict[str, Any], suite: Path) -> tuple[st
     return write_model_case(suite / path, program.path, arrays, params, spec.profile,
                             spec.klass, spec.id, _regenerate(spec, suite),
                             {name: _spec_of(spec, name) for name in flatten_packs(arrays)},
-                            suite_path=path, root=suite)
+                            suite_path=path, root=suite, search_path=spec.search_path)
+
+
+def save_operator_case(folder: Path, target: Any, arrays: dict[str, Any],
+                       attributes: dict[str, Any], generics: tuple[str, ...], profile: str,
+                       klass: str, command: str) -> tuple[str, str, str]:
+    """Freeze a run of an operator (`target`: an `api.Target`, from a user's file or the
+    standard library) as an operator case in `folder` (`eval --save-case`): id
+    `<module>.<op>/<folder name>`, a model.sknd invoking it with `attributes` and `generics`
+    under `profile`, and the modules it needs from outside the bundled standard library
+    copied beside it (`module_sources`). The (id, folder name, case.json sha256)."""
+    folder = Path(folder)
+    attributes = {name: None if value is NULL else value for name, value in attributes.items()}
+    spec = CaseSpec(f"{target.name}/{folder.name}", target.name, folder.name, klass, {},
+                    attributes, tuple(generics), profile)
+    computed = compute(target, arrays, attributes=attributes, generics=spec.generics,
+                       profile=profile)
+    return _written(spec, arrays, computed, folder.parent, target=target, folder=folder,
+                    command=command)
 
 
 def relative_to_graph(program: Any, variables: dict[str, Any]) -> dict[str, Any]:
@@ -531,19 +672,28 @@ def _float32_exact(array: np.ndarray) -> np.ndarray:
 def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
                      params: dict[str, Any], profile: str, klass: str, case_id: str,
                      command: str, input_specs: dict[str, Any] | None = None,
-                     suite_path: str = "", root: Path | None = None) -> tuple[str, str, str]:
+                     suite_path: str = "", root: Path | None = None,
+                     search_path: tuple[str, ...] = (),
+                     stdlib: str | Path | None = None) -> tuple[str, str, str]:
     """Freeze a run of a model (a file, or a folder with main.sknd and its own modules) as a
-    case folder: the model's files, inputs, params (the variables it read), outputs and
-    updated variables, and case.json. Used for whole-model cases (inside the suite `root`)
-    and `eval --save-case`."""
+    case folder: the model's files (and every module it imports from outside the bundled
+    standard library: `module_sources`, found through `search_path` or the `stdlib` it ran
+    with), inputs, params (the variables it read), outputs and updated variables, and
+    case.json. Used for whole-model cases (inside the suite `root`) and `eval --save-case`."""
     source = Path(source)
-    params = relative_to_graph(api.load(source), params)
+    program = api.load(source, search_path=search_path, stdlib=stdlib)
+    params = relative_to_graph(program, params)
     files = sorted(p for p in source.parent.glob("*.sknd") if not is_temporary(p.name)) \
         if source.name == "main.sknd" else [source]
+    sources = {"model.sknd" if file == source else file.name: file.read_bytes()
+               for file in files}
+    imported = module_sources(program, "model.sknd")
     writer = CaseWriter(folder, root)
     try:
-        for file in files:
-            writer.write("model.sknd" if file == source else file.name, file.read_bytes())
+        for name, data in sorted({**sources, **imported}.items()):
+            writer.write(name, data)
+        if set(imported) - {"model.sknd"}:
+            _check_copied(writer.temp / "model.sknd", imported, "model.sknd")
         copied = api.load(writer.temp / "model.sknd")
         computed = compute(copied, arrays, profile=profile, params=params or None)
         if computed.error is not None:
@@ -576,6 +726,14 @@ def write_model_case(folder: Path, source: Path, arrays: dict[str, Any],
         writer.abort()  # no half-written case folder is left behind
         raise
     return case_id, suite_path or folder.name, digest
+
+
+def _spec_entry(spec: CaseSpec, flat_name: str) -> dict[str, Any]:
+    """An input's `spec` entry of case.json: its generator spec, none for an input the spec
+    does not generate (a run frozen by `eval --save-case`)."""
+    if flat_name not in spec.inputs and flat_name.rpartition(".")[0] not in spec.inputs:
+        return {}
+    return {"spec": _spec_of(spec, flat_name)}
 
 
 def _spec_of(spec: CaseSpec, flat_name: str) -> dict[str, Any]:

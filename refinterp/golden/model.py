@@ -67,6 +67,8 @@ def _attribute(value: Any) -> str:
         return "[" + ", ".join(_attribute(v) for v in value) + "]"
     if isinstance(value, np.generic):
         value = value.item()
+    if value is None:
+        return "null"
     if isinstance(value, float) and value != value:
         return "(inf - inf)"  # SkriptND has no NaN literal; IEEE inf - inf is NaN (§2.3)
     return format_literal(value)

@@ -129,6 +129,10 @@ class CaseSpec:
     params_seed: int = 0                  # its variables are random, from this seed
     entry: tuple[str, int] = ("", 0)      # ("case" | "family", number) in the table
     layouts: tuple[str, ...] = ()         # layout variants to emit (golden.layouts.KINDS)
+    # the absolute path of the .sknd file defining the operator (None: a standard operator);
+    # `operator` is then "<the file's stem>.<op>"
+    file: str | None = None
+    search_path: tuple[str, ...] = ()     # absolute folders for the file's (or model's) imports
 
     def arrays(self) -> dict[str, Any]:
         """The input arrays (a pack as a list), in declaration order."""
@@ -177,12 +181,13 @@ def read_table(path: str | Path) -> list[CaseSpec]:
     """Every case a table declares, in table order (families first, then single cases)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as error:
         raise TableError(f"cannot read the case table '{path}': {error}") from None
     except tomllib.TOMLDecodeError as error:
         where = re.search(r"line (\d+), column (\d+)", str(error))
-        source = read_source(path)
+        source = SourceFile(str(path), text)  # a table, not SkriptND text: no text check
         if where:
             line, col = int(where.group(1)), int(where.group(2))
         else:  # "at end of document"
@@ -195,10 +200,18 @@ def read_table(path: str | Path) -> list[CaseSpec]:
 class _Reader:
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data
-        self.module = data.get("module")
+        self.source = self.program_file(data["file"], "") if "file" in data else None
+        self.search = self.search_path(data.get("path", []), "")
+        self.module = data.get("module", None if self.source is None else self.source.stem)
         if not isinstance(self.module, str):
-            raise TableError("a case table starts with module = \"<module name>\"",
+            raise TableError("a case table starts with module = \"<module name>\" (or names "
+                             "its operators' file: file = \"<file>.sknd\")",
                              span=table_span(path))
+        if self.source is not None and self.module != self.source.stem:
+            raise TableError(f"module = \"{self.module}\", but the operators' file "
+                             f"'{self.source.name}' is module '{self.source.stem}' (a file's "
+                             f"module is its name without the extension)",
+                             span=table_span(path, text="module"))
         self.file_name(self.module, "the module")
         self.classes: dict[str, str] = data.get("classes", {})
         if not isinstance(self.classes, dict):
@@ -206,7 +219,7 @@ class _Reader:
                              span=table_span(path, text="classes"))
         for op, klass in self.classes.items():
             self.check_class(klass, f"[classes] {op}")
-        known = {"module", "classes", "family", "case"}
+        known = {"module", "file", "path", "classes", "family", "case"}
         for key in data:
             if key not in known:
                 raise TableError(f"unknown top-level key '{key}'; the keys are "
@@ -232,6 +245,41 @@ class _Reader:
         except FileDiagnostic as error:
             span = self.span_of(where) if where else table_span(self.path, text="module")
             raise TableError(error.message, span=span) from None
+
+    def program_file(self, name: Any, where: str) -> Path:
+        """The absolute path of a `file = "<file>.sknd"` (relative to the table): an existing
+        file whose name is a module name (what `import` names), else E1100 at entry `where`
+        (at the table's `file` line without one)."""
+        def fail(message: str) -> TableError:
+            return self.fail(where, message) if where else \
+                TableError(message, span=table_span(self.path, text="file"))
+        if not isinstance(name, str) or not name:
+            raise fail(f"file must be the name of a .sknd file; got {name!r}")
+        path = (self.path.parent / name).resolve()
+        if not path.stem.isidentifier() or path.suffix not in (".sknd", ".nnef"):
+            raise fail(f"file '{name}': an operators' file is <module>.sknd, its module an "
+                       f"identifier (what `import` names)")
+        if not path.is_file():
+            raise fail(f"file '{name}' not found (looked for {path})")
+        return path
+
+    def search_path(self, value: Any, where: str) -> tuple[str, ...]:
+        """The absolute folders of a `path = ["lib", ...]` (relative to the table), each an
+        existing folder, else E1100 at entry `where` (at the `path` line without one)."""
+        def fail(message: str) -> TableError:
+            return self.fail(where, message) if where else \
+                TableError(message, span=table_span(self.path, text="path"))
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise fail(f"path must be a list of folders; got {value!r}")
+        folders = []
+        for name in value:
+            folder = (self.path.parent / name).resolve()
+            if not folder.is_dir():
+                raise fail(f"path: folder '{name}' not found (looked for {folder})")
+            folders.append(str(folder))
+        return tuple(folders)
 
     def check_class(self, klass: Any, where: str) -> str:
         if klass not in CLASSES:
@@ -273,7 +321,7 @@ class _Reader:
     # ---------------------------------------------------------------- single cases
 
     CASE_KEYS = {"op", "name", "inputs", "attributes", "generics", "profile", "error",
-                 "class", "reason", "domain", "model", "layouts"}
+                 "class", "reason", "domain", "model", "layouts", "file", "path"}
 
     def case(self, entry: dict[str, Any], where: str) -> CaseSpec:
         unknown = set(entry) - self.CASE_KEYS
@@ -288,14 +336,21 @@ class _Reader:
             op = "model"
             if entry.get("layouts", False) is not False:
                 raise self.fail(where, "layouts apply to operator cases only")
+            if "file" in entry:
+                raise self.fail(where, "a model case names its program by model = \"<file>\", "
+                                       "not file")
         if not isinstance(op, str) or not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise self.fail(where, "a case needs op = \"<operator>\" and name = \"<name>\" "
                                    "(letters, digits, _ . @ -; not starting with a dot)")
         self.file_name(name, f"{where}: the case name", where)
+        source = self.program_file(entry["file"], where) if "file" in entry else \
+            None if model is not None else self.source
+        search = self.search + self.search_path(entry.get("path", []), where)
+        module = source.stem if source is not None else self.module
         if model is None:
-            self.file_name(f"{self.module}.{op}", f"{where}: the operator", where)
+            self.file_name(f"{module}.{op}", f"{where}: the operator", where)
         where = f"{where} ({op}/{name})"
-        case_id = f"{self.module}.{op}/{name}" if model is None else f"{self.module}/{name}"
+        case_id = f"{module}.{op}/{name}" if model is None else f"{self.module}/{name}"
         domain = entry.get("domain", [-4.0, 4.0])
         inputs = {input_name: self.input(spec, case_id, input_name, domain, where)
                   for input_name, spec in self.typed(entry, "inputs", dict, {}, where).items()}
@@ -308,7 +363,7 @@ class _Reader:
                                    f"in [classes]")
         if "class" in entry and op in self.classes and "reason" not in entry:
             raise self.fail(where, "a case that overrides its operator's class gives a reason")
-        return CaseSpec(case_id, f"{self.module}.{op}" if model is None else "",
+        return CaseSpec(case_id, f"{module}.{op}" if model is None else "",
                         name, self.check_class(klass, where),
                         inputs, dict(self.typed(entry, "attributes", dict, {}, where)),
                         tuple(self.typed(entry, "generics", list, [], where)),
@@ -317,7 +372,8 @@ class _Reader:
                                                     "message": error.get("message", "")},
                         entry.get("reason"), str(self.path), model,
                         derived_seed(case_id, "params"), _entry_of(where),
-                        self.layouts(entry.get("layouts", False), where))
+                        self.layouts(entry.get("layouts", False), where),
+                        None if source is None else str(source), search)
 
     def layouts(self, value: Any, where: str) -> tuple[str, ...]:
         """`layouts = true` (every kind), false, or a list of kinds, in KINDS order."""
@@ -379,7 +435,7 @@ class _Reader:
     # ---------------------------------------------------------------- families
 
     FAMILY_KEYS = {"ops", "kind", "class", "domain", "dtypes", "attributes", "inputs",
-                   "generics", "axes", "layouts"}
+                   "generics", "axes", "layouts", "file", "path"}
 
     def family(self, entry: dict[str, Any], where: str) -> list[CaseSpec]:
         unknown = set(entry) - self.FAMILY_KEYS
@@ -412,8 +468,9 @@ class _Reader:
                         "attributes": {**entry.get("attributes", {}), **attributes},
                         "generics": entry.get("generics", []),
                         "domain": entry.get("domain", [-4.0, 4.0])}
-                if "layouts" in entry:
-                    case["layouts"] = entry["layouts"]
+                for key in ("layouts", "file", "path"):
+                    if key in entry:
+                        case[key] = entry[key]
                 if "class" in entry:
                     case["class"] = entry["class"]
                     case["reason"] = "the family's class"

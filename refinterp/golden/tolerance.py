@@ -51,6 +51,8 @@ from typing import Any
 import numpy as np
 
 from refinterp.numeric.error_bounds import SAFETY
+from refinterp.syntax import ast
+from refinterp.syntax.visitor import children, walk
 
 CLASSES = ("exact", "arithmetic", "transcendental", "reduction")
 STORED_DTYPES = ("float64", "float32")  # the bounds a case's manifest states
@@ -221,3 +223,52 @@ def within(actual: Any, expected: Any, bound: Bound, allowed: Any = None) -> np.
     passed = passed.copy()
     passed[finite] = ok
     return passed
+
+
+# --------------------------------------------------------------------------- an operator's class
+
+TRANSCENDENTAL = {"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
+                  "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "pow", "atan2",
+                  "expm1", "log1p", "cbrt"}
+ROUNDED = {"+", "-", "*", "/"}
+
+
+def tolerance_class(definition: ast.OperatorDef) -> str:
+    """The tolerance class of an operator's real outputs, from its kind (docs/golden.md,
+    "Generated suites"): a composed or intrinsic operator `reduction` (several operations per
+    element); a lowered one `reduction` with a `+=`, `-=` or `*=` update, `transcendental` with
+    a libm function, `**` or more than one rounding operation in a formula, `arithmetic` with
+    one, `exact` with none (data movement, selection, min/max)."""
+    lower = definition.block("lower")
+    if lower is None:
+        return "reduction"
+    klass = "exact"
+    for entry in walk(lower):
+        if not isinstance(entry, ast.Lowering):
+            continue
+        if entry.op in ("+=", "*=", "-="):
+            return "reduction"
+        names, operations = _operations(entry.value)
+        rounded = len([op for op in operations if op in ROUNDED]) + ("sqrt" in names)
+        if names & TRANSCENDENTAL or "**" in operations or rounded > 1:
+            klass = "transcendental"
+        elif klass == "exact" and rounded:
+            klass = "arithmetic"
+    return klass
+
+
+def _operations(expr: ast.Node) -> tuple[set[str], list[str]]:
+    """The builtin functions an expression calls and its binary operators (one per use), not
+    inside subscripts (index arithmetic is exact); without recursion."""
+    names: set[str] = set()
+    operations: list[str] = []
+    stack: list[ast.Node] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Builtin):
+            names.add(node.name)
+        elif isinstance(node, ast.Binary):
+            operations.append(node.op)
+        if not isinstance(node, ast.Subscript):
+            stack.extend(children(node))
+    return names, operations

@@ -1,5 +1,6 @@
 """Reading a golden suite back: verifying hashes and recomputing cases (`refinterp golden
-verify`), and rendering a case as deterministic text (`refinterp golden show`)."""
+verify`), indexing a folder of case folders as a suite (`refinterp golden index`), and
+rendering a case as deterministic text (`refinterp golden show`)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ from typing import Any, Callable
 import numpy as np
 
 import refinterp.api as api
-from refinterp.golden.build import (Computed, case_folders, compute, kept_magnitudes,
-                                    relative_to_graph, sha256)
+from refinterp.golden.build import (Computed, case_folders, compute, kept_magnitudes, recover,
+                                    relative_to_graph, sha256, write_suite_manifest)
 from refinterp.golden.layouts import check_layouts
 from refinterp.golden.schema import read_case_manifest, read_suite_manifest
 from refinterp.golden.tolerance import Bound, within
 from refinterp.io import (MAX_INPUT_SIZE, MAX_JSON_BYTES, encode_npy, flatten_packs,
                           group_packs, read_arrays, read_params)
 from refinterp.numeric.representation import kind_of
-from refinterp.core.diagnostics import Diagnostic
+from refinterp.core.diagnostics import Diagnostic, GoldenDiagnostic
 from refinterp.core.files import read_chunks, read_text
 from refinterp.core.files import MAX_SOURCE_BYTES
+
+
+SUITE_REPORT = "<suite>"  # the id of a report about the suite itself, not one of its cases
 
 
 @dataclass
@@ -163,12 +167,16 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
     reports: list[CaseReport] = []
     manifest_path = suite / "manifest.json"
     if not manifest_path.exists():
-        return [CaseReport("<suite>", str(suite), [f"{manifest_path} is missing"])]
+        return _unindexed(suite, recompute_cases, max_input_size)
     try:
         listed = {entry["path"]: entry for entry in read_suite_manifest(suite)}
     except Diagnostic as error:
-        return [CaseReport("<suite>", str(suite), [f"{error.message} [{error.code}]"])]
+        return [CaseReport(SUITE_REPORT, str(suite), [f"{error.message} [{error.code}]"])]
     present = {folder.relative_to(suite).as_posix() for folder in case_folders(suite)}
+    if not listed and not present:
+        reports.append(CaseReport(SUITE_REPORT, str(suite), ["no cases: manifest.json lists "
+                                                             "none and no case folder is "
+                                                             "here"]))
     for path in sorted(present - set(listed)):
         reports.append(CaseReport(path, path, ["a case folder that manifest.json does not list"]))
     for path, entry in sorted(listed.items()):
@@ -182,6 +190,62 @@ def verify_suite(suite: str | Path, *, recompute_cases: bool = True,
         reports.append(_verify_case(suite / path, entry["id"], entry["sha256"],
                                     recompute_cases, path, max_input_size))
     return reports
+
+
+def _unindexed(suite: Path, recompute_cases: bool, max_input_size: int) -> list[CaseReport]:
+    """A folder without manifest.json: a report saying so (`no cases` if it holds no case
+    folder either), then each case folder in it checked alone."""
+    found = case_folders(suite)
+    problem = "no cases: no manifest.json and no case folder (one holding case.json)" \
+        if not found else f"manifest.json is missing; index the {len(found)} case folder(s) " \
+        f"with `refinterp golden index {suite}`"
+    reports = [CaseReport(SUITE_REPORT, str(suite), [problem])]
+    for folder in found:
+        path = folder.relative_to(suite).as_posix()
+        reports.append(_verify_case(folder, path, None, recompute_cases, path, max_input_size))
+    return reports
+
+
+def index_suite(suite: str | Path, max_input_size: int = MAX_INPUT_SIZE) -> dict[str, Any]:
+    """Write (or refresh) the manifest.json of a folder of case folders (saved runs, copied
+    cases), so that it verifies and is checked like a built suite; the manifest written.
+    Every case's case.json and file and array hashes are checked first: a bad case, two cases
+    with one id, or a folder without cases is a GoldenDiagnostic (E1102) and nothing is
+    written; manifest.json is replaced atomically. Leftovers of an interrupted build are
+    tidied first (build.recover)."""
+    suite = Path(suite)
+    if not suite.is_dir():
+        raise GoldenDiagnostic(f"no suite folder '{suite}'", code="E0800")
+    if (suite / "case.json").exists():
+        raise GoldenDiagnostic(f"'{suite}' is a case folder; index the folder that holds it",
+                               code="E1102")
+    recover(suite)
+    folders = case_folders(suite)
+    if not folders:
+        raise GoldenDiagnostic(f"no cases in '{suite}': no case folder (one holding case.json)",
+                               code="E1102")
+    bad: list[str] = []
+    ids: dict[str, str] = {}
+    for folder in folders:
+        path = folder.relative_to(suite).as_posix()
+        try:
+            case = load_case(folder)
+            problems = check_hashes(folder, case, max_input_size)
+        except Diagnostic as error:
+            problems = [f"{error.message} [{error.code}]"]
+        except OSError as error:
+            problems = [f"cannot be read: {error.strerror or error}"]
+        if not problems and case["id"] in ids:
+            problems = [f"its id '{case['id']}' is also the id of {ids[case['id']]}"]
+        if problems:
+            bad.append(f"{path}: {'; '.join(problems)}")
+        else:
+            ids[case["id"]] = path
+    if bad:
+        raise GoldenDiagnostic(f"case {bad[0]}; nothing indexed (re-save or rebuild the case, or "
+                               f"remove its folder)", code="E1102",
+                               notes=[f"also case {b}" for b in bad[1:]])
+    return write_suite_manifest(suite)
 
 
 def _verify_case(folder: Path, case_id: str, digest: str | None, recompute_cases: bool,
@@ -222,12 +286,16 @@ def _format_array(array: np.ndarray) -> str:
 
 
 def show_case(folder: str | Path) -> str:
-    """A deterministic, diffable text rendering of a case: its manifest, its model and every
-    array in full."""
+    """A deterministic, diffable text rendering of a case: its manifest, its model, the
+    modules copied beside it (a user's operator file and its imports) and every array in
+    full."""
     folder = Path(folder)
-    read_case_manifest(folder)  # a damaged case.json is a diagnostic, not a rendering
+    case = read_case_manifest(folder)  # a damaged case.json is a diagnostic, not a rendering
+    modules = sorted(name for name in case.get("files", {})
+                     if name.endswith((".sknd", ".nnef")) and name != "model.sknd")
     parts = []
-    for name, limit in (("case.json", MAX_JSON_BYTES), ("model.sknd", MAX_SOURCE_BYTES)):
+    for name, limit in [("case.json", MAX_JSON_BYTES), ("model.sknd", MAX_SOURCE_BYTES),
+                        *((module, MAX_SOURCE_BYTES) for module in modules)]:
         parts.append(f"== {name}")
         try:
             parts.append(read_text(folder / name, name, limit).rstrip())

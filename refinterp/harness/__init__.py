@@ -21,12 +21,12 @@ from refinterp.harness.compare import Outcome, Override, compare
 from refinterp.harness.suite_run import (BackendSpec, Options, Result, check_case, failed,
                                          ran, run_suite)
 from refinterp.harness.expect import read_expectations, unused, write_expectations
-from refinterp.harness.report import (coverage, load_results, print_summary, skip_reasons,
-                                      summary, write_json, write_junit)
+from refinterp.harness.report import (STDOUT, coverage, load_results, print_summary,
+                                      skip_reasons, summary, write_json, write_junit)
 from refinterp.harness.shrink import shrink_failures
 from refinterp.harness.suite import Case, load_case, load_suite
 
-__all__ = ["BackendFailure", "BackendNameError", "BackendSpec", "Case", "CommandBackend",
+__all__ = ["STDOUT", "BackendFailure", "BackendNameError", "BackendSpec", "Case", "CommandBackend",
            "Options", "Outcome", "Override", "RefinterpBackend", "Result", "Unsupported",
            "check_case", "compare", "coverage", "failed", "load_case", "load_results",
            "load_suite", "print_summary", "ran", "read_expectations", "resolve",

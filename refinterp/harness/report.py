@@ -40,11 +40,11 @@ def coverage(results: list[Result]) -> dict[str, Any]:
     """Which operators the back end passes: `passed` (every case passed, none skipped or
     broken), `partial`, `failed` (no case passed), `skipped` (no case ran, one was skipped),
     `broken` (no case ran, every one broken); and per operator, each attribute value with the
-    number of cases that passed and failed with it."""
+    number of cases that passed and failed with it. A model case (no operator) counts as
+    what it checks, by its case id, as in `summary`."""
     per_operator: dict[str, list[Result]] = defaultdict(list)
     for result in results:
-        if result.operator:
-            per_operator[result.operator].append(result)
+        per_operator[result.operator or result.id].append(result)
     verdicts: dict[str, list[str]] = {"passed": [], "partial": [], "failed": [], "skipped": [],
                                       "broken": []}
     attributes: dict[str, dict[str, dict[str, int]]] = {}
@@ -72,15 +72,23 @@ def report_json(results: list[Result], backend: str, suite: str) -> dict[str, An
             "coverage": coverage(results)}
 
 
+STDOUT = "-"  # the report path that means standard output (`--json -`, `--junit -`)
+
+
 def write_json(path: str | Path, results: list[Result], backend: str, suite: str) -> None:
-    """The JSON report, replaced atomically (core.files; E0801 if it cannot be written)."""
-    write_text(path, json.dumps(report_json(results, backend, suite), indent=1,
-                                sort_keys=True) + "\n", "the JSON report")
+    """The JSON report, replaced atomically (core.files; E0801 if it cannot be written), or
+    written to stdout when `path` is `STDOUT`."""
+    text = json.dumps(report_json(results, backend, suite), indent=1, sort_keys=True) + "\n"
+    if str(path) == STDOUT:
+        sys.stdout.write(text)
+    else:
+        write_text(path, text, "the JSON report")
 
 
 def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
     """JUnit XML: one testsuite per module, one testcase per case (classname: the operator);
-    the file is replaced atomically (core.files; E0801 if it cannot be written)."""
+    the file is replaced atomically (core.files; E0801 if it cannot be written), or the XML
+    written to stdout when `path` is `STDOUT`."""
     root = ElementTree.Element("testsuites", name=f"refinterp check: {backend}")
     per_module: dict[str, list[Result]] = defaultdict(list)
     for result in results:
@@ -115,8 +123,11 @@ def write_junit(path: str | Path, results: list[Result], backend: str) -> None:
                     if result.status == "xfail" else result.explanation)
                 skipped.text = result.explanation
     ElementTree.indent(root)
-    write_bytes(path, ElementTree.tostring(root, encoding="utf-8", xml_declaration=True),
-                "the JUnit report")
+    data = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    if str(path) == STDOUT:
+        sys.stdout.write(data.decode("utf-8") + "\n")
+    else:
+        write_bytes(path, data, "the JUnit report")
 
 
 def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:

@@ -8,13 +8,15 @@ end still fails it. The search stops when no candidate is accepted or after MAX_
 candidates. Halving first cuts every axis of one extent at once (in all inputs), then one axis
 position. The smallest case is written as a case folder (docs/golden.md) and named: each
 candidate is written to a new folder beside it (core.files.make_folder) and, if the back end
-fails it, put in place of the previous smallest (replace_folder); otherwise removed.
+fails it, put in place of the previous smallest (replace_folder); otherwise removed. What was
+found is printed with its case; the search's temporary folder is removed unless --keep.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -75,6 +77,10 @@ def _write(target: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, 
         model = operator_model(manifest["id"], case.operator, inputs, outputs, case.attributes,
                                tuple(manifest.get("generics", ())))
         write_text(folder / "model.sknd", model, "the shrunk case's model.sknd")
+        for name in _module_files(case):  # a user's operator: its modules, as they were
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(folder / name, (case.folder / name).read_bytes(),
+                        f"the shrunk case's {name}")
         write_bytes(folder / "inputs.npz", encode_npz(inputs), "the shrunk case's inputs.npz")
         write_bytes(folder / "outputs.npz", encode_npz(outputs),
                     "the shrunk case's outputs.npz")
@@ -92,6 +98,12 @@ def _write(target: Path, case: Case, inputs: dict[str, Any], outputs: dict[str, 
     return Case(manifest["id"], folder, manifest)
 
 
+def _module_files(case: Case) -> list[str]:
+    """The SkriptND modules a case folder holds besides its model.sknd (a user's operator)."""
+    return sorted(name for name in case.manifest.get("files", {})
+                  if name.endswith((".sknd", ".nnef")) and name != "model.sknd")
+
+
 def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
     """The smallest failing variant of an operator case (None if not shrinkable)."""
     from refinterp.harness.suite_run import check_case
@@ -99,6 +111,11 @@ def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
     if case.operator is None or case.error is not None:
         return None
     quiet = type(options)(**{**options.__dict__, "explain": False, "probe_dir": None})
+    # the operator as the case's own model imports it: a standard one, or a user's module
+    # copied into the case folder (docs/golden.md "Operators of your own files")
+    modules = _module_files(case)
+    target = api.load(case.folder / "model.sknd") if modules else case.operator
+    op = case.operator if modules else None
     best, best_inputs, tries = None, case.inputs, 0
     improved = True
     while improved and tries < MAX_TRIES:
@@ -110,7 +127,7 @@ def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
             if _size(candidate) > _size(best_inputs):
                 continue
             try:
-                outputs = api.evaluate(case.operator, inputs=candidate,
+                outputs = api.evaluate(target, op=op, inputs=candidate,
                                        attributes=case.attributes,
                                        generics=tuple(case.manifest.get("generics", ())),
                                        profile=case.profile).outputs
@@ -129,23 +146,45 @@ def shrink(backend: Any, case: Case, options: Any, folder: Path) -> Case | None:
     return best
 
 
-def shrink_failures(suite: str, spec: Any, options: Any, results: list[Any]) -> list[str]:
-    """Lines naming the smallest failing case of every failed operator case."""
+def shrink_failures(suite: str, spec: Any, options: Any, results: list[Any],
+                    keep: bool = False) -> dict[str, str]:
+    """What --shrink found for every failed operator case, by case id, to be printed with the
+    case: the shapes and (small) values of the smallest case that still fails. Each search
+    works in a new temporary folder, removed afterwards unless `keep` and a smaller case was
+    found (then the text names its folder)."""
     cases = {c.id: c for c in load_suite(suite, options.max_input_size)}
     backend = spec.make()
-    lines = []
+    found = {}
     for result in results:
         case = cases.get(result.id)
         if result.status != "fail" or case is None or case.operator is None or \
                 case.error is not None:
             continue
         folder = Path(tempfile.mkdtemp(prefix=f"refinterp-shrink-{case.name_for_path()}-"))
-        smallest = shrink(backend, case, options, folder)
-        if smallest is None:
-            lines.append(f"shrink {case.id}: no smaller case fails")
-            continue
-        shapes = ", ".join(f"{k}: {v.dtype}{list(v.shape)}"
-                           for k, v in flatten_packs(smallest.inputs).items())
-        lines.append(f"shrink {case.id}: the smallest failing case has inputs {shapes}; it is "
-                     f"in {smallest.folder} (refinterp golden show {smallest.folder})")
-    return lines
+        smallest = None
+        try:
+            smallest = shrink(backend, case, options, folder)
+            found[case.id] = _shrunk_text(smallest, keep)
+        finally:
+            if not keep or smallest is None:  # nothing to keep
+                _remove(folder)
+    return found
+
+
+def _shrunk_text(smallest: Case | None, keep: bool) -> str:
+    """The lines saying what a search found."""
+    if smallest is None:
+        return "shrink: no smaller case fails"
+    inputs = flatten_packs(smallest.inputs)
+    shapes = ", ".join(f"{k}: {v.dtype}{list(v.shape)}" for k, v in inputs.items())
+    where = f"it is in {smallest.folder} (refinterp golden show {smallest.folder})" if keep \
+        else "--keep keeps its folder"
+    values = [api.values_text(v, prefix=f"  {k} = ") for k, v in inputs.items()]
+    return "\n".join([f"shrink: the smallest failing case has inputs {shapes}; {where}",
+                      *(text for text in values if text is not None)])
+
+
+def _remove(folder: Path) -> None:
+    """A search's temporary folder, made by `tempfile.mkdtemp` for this search alone (private
+    to the user, a fresh name): removed with all it holds."""
+    shutil.rmtree(folder, ignore_errors=True)

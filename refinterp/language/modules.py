@@ -22,7 +22,7 @@ import refinterp
 from refinterp.core import source as source_module
 from refinterp.core.cache import BoundedCache, DiskCache, Entry, Part
 from refinterp.core import files
-from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic, did_you_mean
+from refinterp.core.diagnostics import Diagnostic, ModuleDiagnostic
 from refinterp.core.source import SourceFile, Span
 from refinterp.language import checks
 from refinterp.numeric import rules
@@ -505,21 +505,36 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
-    """Qualified names (`nn.relu`) of the standard-library operators called `name`: a hint for
-    an unqualified or misspelt invocation. Reads the module texts without parsing them."""
+_DEFINITION_NAME = r"^\s*(?:operator|graph)\s+([A-Za-z_]\w*)"
+
+
+def stdlib_operator_names(stdlib: Path = STDLIB_DIR) -> dict[str, list[str]]:
+    """The names of the operators of every standard module, by module: hints for an unknown
+    or misspelt operator. Reads the module texts without parsing them."""
     import re
 
-    pattern = re.compile(rf"^\s*operator\s+{re.escape(name)}\b", re.MULTILINE)
-    found = []
+    pattern = re.compile(_DEFINITION_NAME, re.MULTILINE)
+    names = {}
     for module, path in stdlib_module_files(stdlib).items():
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if pattern.search(text):
-            found.append(f"{module}.{name}")
-    return found
+        names[module] = pattern.findall(text)
+    return names
+
+
+def stdlib_operators_named(name: str, stdlib: Path = STDLIB_DIR) -> list[str]:
+    """Qualified names (`nn.relu`) of the standard-library operators called `name`: a hint for
+    an unqualified or misspelt invocation."""
+    return [f"{module}.{name}" for module, names in stdlib_operator_names(stdlib).items()
+            if name in names]
+
+
+def is_private(name: str) -> bool:
+    """A name starting with `_` is private to its module (`nn._lstm_step`): it is invoked only
+    from there, and never suggested or listed to a user."""
+    return name.startswith("_")
 
 
 def find_operator(callee: tuple[str, ...], module: LoadedModule
@@ -541,24 +556,30 @@ def find_operator(callee: tuple[str, ...], module: LoadedModule
 
 def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
                            stdlib: Path = STDLIB_DIR) -> list[str]:
-    """The notes of an unknown operator: close names in the module searched (did you mean),
-    an import that is missing, or, for an unqualified name, the standard operators of that
-    name and the import they need (`relu` → `nn.relu`, `import nn;`)."""
+    """The notes of an unknown operator: an import that is missing; for an unqualified name,
+    the operators of that very name in the imported and standard modules and the import they
+    need (`relu` → `nn.relu`, `import nn;`); else the closest names (did you mean) in the
+    module searched, the module itself, the modules it imports and every standard module
+    (`math.sofmax` → `nn.softmax`). Private names (`_lstm_step`) are suggested only for a
+    private name, from the module itself."""
     *path, name = callee
     searched = module if not path or ".".join(path) == module.name else \
         module.imports.get(".".join(path))
-    notes = []
     if searched is None:
-        notes.append(f"no module '{'.'.join(path)}' is imported here")
+        notes = [f"no module '{'.'.join(path)}' is imported here"]
         if ".".join(callee) in stdlib_operators_named(name, stdlib):
             notes.append(f"add 'import {'.'.join(path)};'")
         return notes
-    hint = did_you_mean(name, [d.name for d in searched.tree.definitions], quote=False,
-                        show=lambda c: ".".join((*path, c)))
-    if hint:
-        notes.append(hint)
-    if path or notes:
-        return notes
+    if not path:
+        exact = _exact_elsewhere(name, module, stdlib)
+        if exact:
+            return exact
+    hint = _closest_operators(name, _offers(path, searched, module, stdlib))
+    return [hint] if hint else []
+
+
+def _exact_elsewhere(name: str, module: LoadedModule, stdlib: Path) -> list[str]:
+    """The note for an unqualified `name` that an imported or a standard module defines."""
     found = [f"{m.name}.{name}" for m in module.imports.values()
              if any(d.name == name for d in m.tree.definitions)]
     if found:
@@ -570,6 +591,52 @@ def unknown_operator_notes(callee: tuple[str, ...], module: LoadedModule,
         return ["did you mean " + " or ".join(found) + "? (add "
                 + " or ".join(f"'import {m};'" for m in modules) + ")"]
     return []
+
+
+def _offers(path: list[str], searched: LoadedModule, module: LoadedModule,
+            stdlib: Path) -> list[tuple[str, str, bool]]:
+    """Every operator a did-you-mean may offer: (bare name, how the user would write it,
+    whether it is in the module searched) — the module searched as the user qualified it, the
+    module itself unqualified, imported and standard modules by their qualified names; the
+    private names of the module itself only."""
+    offers: list[tuple[str, str, bool]] = []
+    seen: set[str] = set()
+
+    def offer(qualifier: str, names: list[str], own: bool, private_ok: bool) -> None:
+        for bare in names:
+            written = f"{qualifier}.{bare}" if qualifier else bare
+            if (private_ok or not is_private(bare)) and written not in seen:
+                seen.add(written)
+                offers.append((bare, written, own))
+    offer(".".join(path), [d.name for d in searched.tree.definitions], True,
+          searched is module)
+    if searched is not module:
+        offer("", [d.name for d in module.tree.definitions], False, True)
+    for qualifier, imported in module.imports.items():
+        offer(qualifier, [d.name for d in imported.tree.definitions], False, False)
+    for qualifier, names in stdlib_operator_names(stdlib).items():
+        if qualifier not in module.imports and qualifier != module.name:
+            offer(qualifier, names, False, False)
+    return offers
+
+
+def _closest_operators(name: str, offers: list[tuple[str, str, bool]]) -> str | None:
+    """`did you mean a or b?` for the (at most three) operators closest to `name`, closest
+    first, as difflib.get_close_matches scores them (at least 0.6). A name of another module
+    than the one searched is offered only when it is closer than every name there
+    (`math.sofmax` → `nn.softmax`, but `nn.rleu` → `nn.relu`, not also `ocannl.relu`); a
+    private name only for a private name."""
+    import difflib  # only for a mistake (start-up time)
+
+    def score(bare: str) -> float:
+        return difflib.SequenceMatcher(None, bare, name).ratio()
+    scored = [(score(bare), written, own) for bare, written, own in offers
+              if is_private(name) or not is_private(bare)]
+    scored = [entry for entry in scored if entry[0] >= 0.6]
+    best_own = max((s for s, _, own in scored if own), default=0.0)
+    chosen = sorted((entry for entry in scored if entry[2] or entry[0] > best_own),
+                    key=lambda entry: (-entry[0], not entry[2]))[:3]
+    return "did you mean " + " or ".join(w for _, w, _ in chosen) + "?" if chosen else None
 
 
 # The bundled standard library, loaded once per process when a body-less operator needs it: at

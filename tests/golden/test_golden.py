@@ -368,8 +368,11 @@ graph G {
     assert manifest["command"].startswith("refinterp eval ") and "--save-case" in \
         manifest["command"]
     assert main(["golden", "verify", str(case)]) == 0
+    # a standard operator's run is frozen as an operator case (model.sknd invokes it)
     assert main(["eval", "--op", "math.neg", "--input", "x=[1.0]", "--save-case",
-                 str(tmp_path / "c2")]) == 2
+                 str(tmp_path / "c2")]) == 0
+    assert json.loads((tmp_path / "c2" / "case.json").read_text())["id"] == "math.neg/c2"
+    assert main(["golden", "verify", str(tmp_path / "c2")]) == 0
 
 
 # ------------------------------------------------------------------ docs/golden.md

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -301,13 +302,16 @@ def test_probes_name_the_first_diverging_intermediate(tmp_path: Path) -> None:
 
 def test_shrink_finds_a_smaller_failing_case(capsys) -> None:
     status = main(["check", str(SUITE), "--backend", "testsupport.faulty_backends:WrongElement",
-                   "-k", r"^linalg\.matmul/basic$", "--shrink", "--no-explain"])
+                   "-k", r"^linalg\.matmul/basic$", "--shrink", "--keep", "--no-explain"])
     out = capsys.readouterr().out
     assert status == 1
-    assert "shrink linalg.matmul/basic: the smallest failing case has inputs " \
-           "A: float64[1, 1], B: float64[1, 1]" in out
+    assert "\n  shrink: the smallest failing case has inputs " \
+           "A: float64[1, 1], B: float64[1, 1]; it is in " in out
     folder = Path(out.split("it is in ")[1].split(" ")[0])
-    assert np.load(folder / "inputs.npz")["A"].shape == (1, 1)
+    try:
+        assert np.load(folder / "inputs.npz")["A"].shape == (1, 1)
+    finally:
+        shutil.rmtree(folder.parent)  # --keep: the temporary folder is the caller's to remove
 
 
 def test_pytest_plugin_runs_one_test_per_case() -> None:

@@ -857,3 +857,21 @@ def test_triangular_solve_hand_values():
     a = np.array([[2.0, 99.0], [1.0, 1.0]])  # lower: the 99 is never read
     out = run("nx.triangular_solve", {"a": a, "b": np.array([[2.0], [3.0]])})["x"]
     same(out, np.array([[1.0], [2.0]]))
+
+
+@pytest.mark.parametrize("op, attributes", [("nx.svd", {}), ("nx.eig", {"vectors": True}),
+                                            ("nx.eigh", {"vectors": True})])
+def test_decompositions_of_non_finite_matrices_are_nan(op, attributes):
+    """A matrix holding NaN or an infinity decomposes to NaN in every output of its own (as
+    XLA, Nx's compiler, gives; LAPACK does not converge), never an internal error; the other
+    matrices of the batch are unaffected. eigh reads the lower triangle only."""
+    finite = np.array([[2.0, 1.0], [1.0, 3.0]])
+    t = np.stack([finite, [[np.nan, 1.0], [1.0, 3.0]], [[1.0, 0.0], [np.inf, 1.0]]])
+    out = run(op, {"t": t}, attributes)
+    alone = run(op, {"t": finite}, attributes)
+    for name, value in out.items():
+        np.testing.assert_array_equal(value[0], alone[name])
+        assert np.isnan(value[1]).all() and np.isnan(value[2]).all()
+    if op == "nx.eigh":  # an infinity above the diagonal is not read
+        upper = run(op, {"t": np.array([[2.0, np.inf], [1.0, 3.0]])}, attributes)
+        np.testing.assert_allclose(upper["w"], np.linalg.eigvalsh(finite), rtol=1e-14)

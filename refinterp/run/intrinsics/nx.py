@@ -243,14 +243,36 @@ def qr(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"q": q * full[..., None, :q.shape[-1]], "r": r * full[..., :, None]}
 
 
+def _nan_where_non_finite(t: np.ndarray, decompose: Any,
+                          read: np.ndarray | None = None) -> dict[str, Any]:
+    """`decompose(t)` for a batch of matrices where any matrix holding a NaN or an infinity
+    gives NaN in every output of its own (docs/nx.md, "Decompositions of non-finite
+    matrices": XLA's behaviour; LAPACK does not converge on them). Such matrices are
+    replaced by zeros for the computation, then their results set to NaN. `read`: the
+    elements the decomposition reads (default all of `t`)."""
+    read = t if read is None else read
+    bad = ~np.isfinite(read).all(axis=(-2, -1)) if t.size else np.zeros(t.shape[:-2], bool)
+    if not bad.any():
+        return decompose(t)
+    results = decompose(np.where(bad[..., None, None], 0.0, t))
+    batch = bad.ndim
+    return {name: np.where(bad.reshape(bad.shape + (1,) * (value.ndim - batch)), np.nan,
+                           value) for name, value in results.items()}
+
+
 @intrinsic("nx.svd")
 def svd(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
     """U, S, V^H of every matrix of `t` (m x n) with A = U diag(S) V^H: S the min(m, n)
     singular values in descending order; thin (U m x k, V^H k x n) unless `full_matrices`.
     Canonical signs: the entry of largest magnitude of each of the first k columns of U is
     positive (the first on ties), row i of V^H flipped with column i of U."""
-    t = np.asarray(inputs["t"], dtype=np.float64)
-    u, s, vh = np.linalg.svd(t, full_matrices=bool(instance.symbols["full_matrices"]))
+    full_matrices = bool(instance.symbols["full_matrices"])
+    return _nan_where_non_finite(np.asarray(inputs["t"], dtype=np.float64),
+                                 lambda t: _svd(t, full_matrices))
+
+
+def _svd(t: np.ndarray, full_matrices: bool) -> dict[str, Any]:
+    u, s, vh = np.linalg.svd(t, full_matrices=full_matrices)
     k = s.shape[-1]
     signs = _largest_positive(u[..., :, :k])
     u = u.copy()
@@ -266,7 +288,12 @@ def eig(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
     [..., 2]: eigenvalues in ascending order of real part, then imaginary part; eigenvector
     columns of unit 2-norm, each scaled by a unit phase so that its entry of largest
     magnitude (the first on ties) is real and positive. Without vectors `v` has extent 0."""
-    t = np.asarray(inputs["t"], dtype=np.float64)
+    vectors = bool(instance.symbols["vectors"])
+    return _nan_where_non_finite(np.asarray(inputs["t"], dtype=np.float64),
+                                 lambda t: _eig(t, vectors))
+
+
+def _eig(t: np.ndarray, vectors: bool) -> dict[str, Any]:
     w, v = np.linalg.eig(t)
     w = w.astype(np.complex128)
     v = v.astype(np.complex128)
@@ -278,9 +305,8 @@ def eig(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
         index = np.argmax(np.abs(v), axis=-2)[..., None, :]
         pivot = np.take_along_axis(v, index, axis=-2)
         v = v * (np.abs(pivot) / np.where(pivot == 0, 1.0, pivot))
-    n = t.shape[-1] if instance.symbols["vectors"] else 0
-    vectors = _pairs(v) if n else np.zeros(t.shape[:-2] + (0, 0, 2))
-    return {"w": _pairs(w), "v": vectors}
+    n = t.shape[-1] if vectors else 0
+    return {"w": _pairs(w), "v": _pairs(v) if n else np.zeros(t.shape[:-2] + (0, 0, 2))}
 
 
 @intrinsic("nx.eigh")
@@ -289,9 +315,14 @@ def eigh(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
     every symmetric matrix of `t`, read from its lower triangle. Canonical signs: the entry of
     largest magnitude of each eigenvector is positive (the first on ties). Without vectors
     `v` has extent 0."""
+    vectors = bool(instance.symbols["vectors"])
     t = np.asarray(inputs["t"], dtype=np.float64)
+    return _nan_where_non_finite(t, lambda t: _eigh(t, vectors), np.tril(t))
+
+
+def _eigh(t: np.ndarray, vectors: bool) -> dict[str, Any]:
     w, v = np.linalg.eigh(t, UPLO="L")
-    if not instance.symbols["vectors"]:
+    if not vectors:
         return {"w": w, "v": np.zeros(t.shape[:-2] + (0, 0))}
     return {"w": w, "v": v * _largest_positive(v)[..., None, :]}
 
