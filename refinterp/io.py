@@ -51,7 +51,8 @@ from refinterp.core.source import SourceFile, Span
 from refinterp.numeric.representation import (INT64_MAX, MAX_RANK, MAX_TENSOR_SIZE,
                                               canonical, check_tensor_size, format_bytes,
                                               kind_of)
-from refinterp.numeric.tensorfile import read_tensor, write_tensor
+from refinterp.numeric.tensorfile import write_tensor
+from refinterp.run.params import read_tensor_cached
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK"
@@ -639,7 +640,7 @@ def _size_of(path: Path) -> int:
 
 def _read_dat(path: Path, source: _Source) -> np.ndarray:
     try:
-        return read_tensor(path, source.max_tensor_size, source.what)
+        return read_tensor_cached(path, source.max_tensor_size, source.what)
     except FileDiagnostic:
         raise  # it names the file and its role already
     except Diagnostic as diag:

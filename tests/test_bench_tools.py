@@ -8,23 +8,13 @@ is asserted as a target."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-
-
-def load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from testsupport.tools import load_tool
 
 
 @pytest.fixture(scope="module")

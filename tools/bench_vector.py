@@ -8,6 +8,13 @@ in-process <= 1.5x).
 
     python tools/bench_vector.py [--repeat N] [--case NAME ...] [--large]
 
+The "K ..." rows run the Khronos stdlib's operators (`--profile khronos`; the folder named by
+KHRONOS_STDLIB, else /tmp/khr/skriptnd-pyproject/skriptnd/stdlib; skipped when absent) on
+AlexNet-sized shapes, next to the same operators of our stdlib ("ours ...") and one NumPy
+baseline (`--case K --case ours` runs only them); their targets are the restated ones against
+the certified-sum floor: convolution <= 1.5x, pooling and batch norm <= 1.3x, the linear
+layer and LRN <= 2x.
+
 Times are the best of N runs (after one warm-up run that also parses the stdlib). Every case
 also checks that both results agree (the benchmark is no use if the engine is wrong).
 """
@@ -15,6 +22,7 @@ also checks that both results agree (the benchmark is no use if the engine is wr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -31,6 +39,7 @@ from refinterp.api import Limits, evaluate  # noqa: E402
 from refinterp.lower import engines  # noqa: E402
 
 
+DEFAULT_KHRONOS_STDLIB = "/tmp/khr/skriptnd-pyproject/skriptnd/stdlib"
 LOWER_ITERATIONS = 2 * 10 ** 10  # the large deconvolution iterates 1e10 times
 
 
@@ -112,6 +121,29 @@ def np_max_pool(x: np.ndarray, size: int, stride: int) -> np.ndarray:
     return windows.max(axis=(4, 5))
 
 
+def np_grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, pad: int,
+                    bias: np.ndarray) -> np.ndarray:
+    """NCHW convolution in `groups` groups (ONNX Conv's `group`): `np_conv` per group."""
+    xs, ws = np.split(x, groups, axis=1), np.split(w, groups, axis=0)
+    y = np.concatenate([np_conv(a, b, 1, pad) for a, b in zip(xs, ws)], axis=1)
+    return y + bias.reshape(1, -1, 1, 1)
+
+
+def np_lrn(x: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    """Local response normalization across channels (ONNX LRN): x / (bias + alpha / size *
+    the sum of squares over `size` neighbouring channels) ** beta."""
+    squares = np.pad(x * x, ((0, 0), ((size - 1) // 2, size // 2), (0, 0), (0, 0)))
+    window = sliding_window_view(squares, size, axis=1).sum(axis=-1)
+    return x / (bias + alpha / size * window) ** beta
+
+
+def np_batch_norm(x: np.ndarray, mean: np.ndarray, variance: np.ndarray, bias: np.ndarray,
+                  scale: np.ndarray, epsilon: float = 1e-5) -> np.ndarray:
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - mean.reshape(shape)) / np.sqrt(variance.reshape(shape) + epsilon) * \
+        scale.reshape(shape) + bias.reshape(shape)
+
+
 def np_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -121,7 +153,8 @@ def np_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def operator_case(name: str, inputs: dict, attributes: dict, output: str,
-                  reference: Callable[[], np.ndarray], engine: str):
+                  reference: Callable[[], np.ndarray], engine: str,
+                  stdlib: str | None = None, profile: str = "spec"):
     """The engine runs of the operator, on instances built once (instantiation — attributes,
     shapes, asserts — is the compile step; `total` in the report includes it and the
     composition). A composed operator (softmax) is timed as the engine runs of its @lower
@@ -132,8 +165,8 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
         captured.append((instance, dict(arrays), profile))
         return engines.make_engine(engine)(instance, arrays, profile)
 
-    evaluate(name, inputs=inputs, attributes=attributes, engine=capture,
-             limits=Limits(max_lower_iterations=LOWER_ITERATIONS))
+    evaluate(name, inputs=inputs, attributes=attributes, engine=capture, stdlib=stdlib,
+             profile=profile, limits=Limits(max_lower_iterations=LOWER_ITERATIONS))
     run = engines.make_engine(engine)
 
     def ours() -> np.ndarray:
@@ -143,6 +176,7 @@ def operator_case(name: str, inputs: dict, attributes: dict, output: str,
 
     def total() -> np.ndarray:
         return evaluate(name, inputs=inputs, attributes=attributes, engine=engine,
+                        stdlib=stdlib, profile=profile,
                         limits=Limits(max_lower_iterations=LOWER_ITERATIONS)).outputs[output]
     return ours, reference, total
 
@@ -255,8 +289,75 @@ def build_cases(engine: str, large: bool = False) -> dict[str, tuple]:
         "softmax 1000x1000": case("nn.softmax", {"input": x1m}, {"axes": [1]}, "output",
                                   lambda: np_softmax(x1m, 1), 1.3),
         "AlexNet 224 batch 1": lambda: (*alexnet_case(rng, engine), 1.5),
+        **khronos_cases(rng, engine),
         **(large_cases(rng, case) if large else {}),
     }
+
+
+def khronos_stdlib() -> str | None:
+    """The Khronos stdlib folder (KHRONOS_STDLIB, else the usual extracted copy), or None."""
+    folder = Path(os.environ.get("KHRONOS_STDLIB", DEFAULT_KHRONOS_STDLIB))
+    return str(folder) if (folder / "nn.sknd").is_file() else None
+
+
+def khronos_cases(rng: np.random.Generator, engine: str) -> dict[str, Callable]:
+    """The AlexNet-sized operators a converted model (ONNX -> SkriptND, Khronos converter) runs,
+    each through the Khronos stdlib with `--profile khronos` ("K ..." rows) and through our
+    stdlib ("ours ..." rows), against the same NumPy baseline in the same run; empty when the
+    Khronos stdlib is absent. The grouped convolution is AlexNet's second layer (ONNX `group`
+    2), the asymmetric max pooling its last (pads 0,0,1,1)."""
+    stdlib = khronos_stdlib()
+    if stdlib is None:
+        return {}
+    x, w, b = (rng.standard_normal((1, 64, 27, 27)), rng.standard_normal((192, 64, 5, 5)),
+               rng.standard_normal(192))
+    gx, gw, gb = (rng.standard_normal((1, 96, 27, 27)), rng.standard_normal((256, 48, 5, 5)),
+                  rng.standard_normal(256))
+    px, ax = rng.standard_normal((1, 64, 55, 55)), rng.standard_normal((1, 256, 13, 13))
+    fx, fw, fb = (rng.standard_normal((1, 9216)), rng.standard_normal((4096, 9216)),
+                  rng.standard_normal(4096))
+    lx = rng.standard_normal((1, 96, 55, 55))
+    bx = rng.standard_normal((1, 64, 56, 56))
+    mean, scale, shift = (rng.standard_normal(64) for _ in range(3))
+    variance = rng.uniform(0.5, 1.5, 64)
+    lrn = {"size": [5], "alpha": 1e-4, "beta": 0.75, "bias": 1.0}
+    operators = {
+        "conv 1x64x27x27 5x5->192": (
+            "nn.conv", {"input": x, "filter": w, "bias": b}, {"padding": [2, 2, 2, 2]},
+            lambda: np_conv(x, w, 1, 2, b), 1.5),
+        "conv 1x96x27x27 5x5->256 g2": (
+            "nn.conv", {"input": gx, "filter": gw, "bias": gb},
+            {"padding": [2, 2, 2, 2], "groups": 2}, lambda: np_grouped_conv(gx, gw, 2, 2, gb),
+            1.5),
+        "max_pool 3x3/2 1x64x55x55": (
+            "nn.max_pool", {"input": px}, {"size": [3, 3], "stride": [2, 2],
+                                           "padding": [0, 0, 0, 0]},
+            lambda: np_max_pool(px, 3, 2), 1.3),
+        "max_pool 3x3/2 pad 0,0,1,1": (
+            "nn.max_pool", {"input": ax}, {"size": [3, 3], "stride": [2, 2],
+                                           "padding": [0, 0, 1, 1]},
+            lambda: np_max_pool(np.pad(ax, ((0, 0), (0, 0), (0, 1), (0, 1)),
+                                       constant_values=-np.inf), 3, 2), 1.3),
+        "linear 9216->4096": (
+            "nn.linear", {"input": fx, "filter": fw, "bias": fb}, {},
+            lambda: fx @ fw.T + fb, 2.0),
+        "lrn 5 1x96x55x55": (
+            "nn.local_response_norm", {"input": lx}, lrn,
+            lambda: np_lrn(lx, 5, 1e-4, 0.75, 1.0), 2.0),
+        "batch_norm 1x64x56x56": (
+            "nn.batch_norm", {"input": bx, "mean": mean, "variance": variance, "bias": shift,
+                              "scale": scale}, {},
+            lambda: np_batch_norm(bx, mean, variance, shift, scale), 1.3),
+    }
+    cases: dict[str, Callable] = {}
+    for label, (name, inputs, attributes, reference, target) in operators.items():
+        for prefix, folder, profile in (("K", stdlib, "khronos"), ("ours", None, "spec")):
+            cases[f"{prefix} {label}"] = (
+                lambda name=name, inputs=inputs, attributes=attributes, reference=reference,
+                target=target, folder=folder, profile=profile: (
+                    *operator_case(name, inputs, attributes, "output", reference, engine,
+                                   folder, profile), target))
+    return cases
 
 
 def large_cases(rng: np.random.Generator, case: Callable) -> dict[str, Callable]:
@@ -286,7 +387,7 @@ def main() -> int:
                         help="also the large deconvolution and bicubic grid sample (minutes)")
     args = parser.parse_args()
     failed = False
-    print(f"{'case':30} {'engine':>9} {'numpy':>9} {'ratio':>7} {'target':>7}  check"
+    print(f"{'case':36} {'engine':>9} {'numpy':>9} {'ratio':>7} {'target':>7}  check"
           f"        {'total':>9} {'ratio':>7}")
     for name, build in build_cases(args.engine, args.large).items():
         if args.case and not any(c in name for c in args.case):
@@ -296,7 +397,7 @@ def main() -> int:
             ours_time, ours_result = best_time(ours, args.repeat)
             total_time = best_time(total, args.repeat)[0] if total else None
         except Exception as error:  # a broken operator must not hide the other figures
-            print(f"{name:30} failed: {str(error).splitlines()[0]}")
+            print(f"{name:36} failed: {str(error).splitlines()[0]}")
             failed = True
             continue
         ref_time, ref_result = best_time(reference, args.repeat)
@@ -305,7 +406,7 @@ def main() -> int:
         verdict = "ok" if ratio <= target else "SLOW"
         goal = f"<= {target:g}x"
         failed |= verdict != "ok" or not ok
-        line = (f"{name:30} {ours_time * 1e3:7.1f}ms {ref_time * 1e3:7.1f}ms {ratio:6.2f}x "
+        line = (f"{name:36} {ours_time * 1e3:7.1f}ms {ref_time * 1e3:7.1f}ms {ratio:6.2f}x "
                 f"{goal:>7}  {'equal' if ok else 'DIFFERENT'} {verdict:4}")
         if total_time is not None:
             line += f"   {total_time * 1e3:7.1f}ms {total_time / ref_time:6.2f}x"

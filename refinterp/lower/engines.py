@@ -14,6 +14,10 @@ must compute the same function (docs/performance.md, "The vector engine"):
   expects to be faster (`choose`); both are exact (the vector engine within the engines'
   tolerance), so the choice changes the time, never the result beyond that tolerance.
 
+What a formula costs against `--max-lower-iterations` depends on the engine that runs it
+(`lower_cost`, docs/limits.md "@lower iterations, counted by engine"): a tenth per iteration
+(CONTRACTION_DISCOUNT) for a contraction the vector engine runs, one per iteration otherwise.
+
 `scalar`, the compiled engine's name before the reference could be chosen on its own, is still
 accepted (`ENGINE_ALIASES`) but not listed in `ENGINE_NAMES`.
 
@@ -35,6 +39,8 @@ step.
 from __future__ import annotations
 
 import math
+import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -47,14 +53,15 @@ from refinterp.lower.plan import Formula
 from refinterp.lower.reference import run_reference
 from refinterp.lower.vector.engine import FormulaReport, run_vector
 from refinterp.lower.vector.space import (DEFAULT_MAX_MEMORY, MIN_CELLS_PER_STEP, FormulaFacts,
-                                          scalar_axes, vector_facts)
+                                          contraction_box, scalar_axes, vector_facts)
 from refinterp.numeric import rules
 
 __all__ = ["COMPILED_CACHED_US", "COMPILED_FIXED_US", "COMPILED_ITERATION_US",
            "COMPILED_UPDATE_ITERATION_US", "DEFAULT_ENGINE", "DEFAULT_MAX_MEMORY",
            "ENGINES", "ENGINE_ALIASES", "ENGINE_NAMES", "REAL_ATOL", "REAL_RTOL",
            "VECTOR_FIXED_US", "VECTOR_ITERATION_US", "VECTOR_STEP_US", "Choice", "Engine",
-           "Log", "choose", "describe", "difference", "iterations", "make_engine"]
+           "CONTRACTION_DISCOUNT", "Log", "choose", "describe", "difference", "iterations",
+           "lower_cost", "make_engine"]
 
 Engine = Callable[[OperatorInstance, dict[str, Any], rules.Profile], dict[str, Any]]
 Log = Callable[[OperatorInstance, str], None]  # (operator instance, engine description)
@@ -74,6 +81,12 @@ COMPILED_UPDATE_ITERATION_US = 0.05  # an update (`+=`, ...): its cell kept in a
 VECTOR_FIXED_US = 130.0          # per formula: iteration space, masks, stores
 VECTOR_STEP_US = 120.0           # per value of the axes run one value at a time
 VECTOR_ITERATION_US = 0.02       # per iteration, whole-array NumPy
+# What an iteration costs against --max-lower-iterations (docs/limits.md, "@lower iterations,
+# counted by engine"): one unit, except an iteration of a formula the vector engine runs as one
+# contraction (BLAS: matmul, linear, convolution), which counts 1/CONTRACTION_DISCOUNT of one
+# (measured: 6*10^8 to 10^10 such iterations per second, against 10^8 for the vector engine's
+# element-wise paths and 10^7 for the compiled engine's)
+CONTRACTION_DISCOUNT = 10
 
 
 def _reference(instance: OperatorInstance, inputs: dict[str, Any], profile: rules.Profile,
@@ -116,6 +129,7 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
             if log is not None:
                 log(instance, f"auto chose {choice.engine} ({choice.reason}): {how}")
             return outputs
+        _ENGINE_NAME[auto] = name
         return auto
 
     run = RUNS[name]
@@ -126,7 +140,53 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
         if log is not None:
             log(instance, how)
         return outputs
+    _ENGINE_NAME[engine] = name
     return engine
+
+
+_UNREAD = np.empty(0)  # an array not made yet, where only its being an array matters
+
+# the name each engine made by `make_engine` was made with (an engine of the caller's own is
+# not here: its formulas count every iteration, `lower_cost`)
+_ENGINE_NAME: "weakref.WeakKeyDictionary[Engine, str]" = weakref.WeakKeyDictionary()
+
+
+def lower_cost(engine: Engine, instance: OperatorInstance, formula: Formula,
+               inputs: dict[str, Any]) -> int:
+    """What `formula` of `instance` costs against `--max-lower-iterations` when `engine` runs
+    it on `inputs` (their values do not matter, only which are arrays and which packs; the
+    instance's variables, constants and outputs need not be made yet): its iteration count,
+    or that count divided by CONTRACTION_DISCOUNT (rounded up) when the engine is `vector`,
+    or `auto` choosing vector, and the vector engine runs the formula as a contraction
+    (`contraction_box`, which sees only which names are arrays).
+    Known before running, so the check keeps its guarantee: a formula that would run one
+    iteration at a time (reference, compiled, a refused or sequential formula) counts each."""
+    count = formula.iterations()
+    name = _ENGINE_NAME.get(engine)
+    if name == "auto":
+        name = choose(instance, inputs).engine
+    formulas = lowering_plan(instance).formulas
+    position = next((k for k, f in enumerate(formulas) if f is formula), None)
+    info = instance.outputs.get(formula.output)
+    if name != "vector" or position is None or getattr(info, "dtype", None) != "real":
+        return count
+    facts = vector_facts(instance)[position]
+    # the names the engine's arrays will have (`common.lowering_arrays`): what is an array,
+    # what a pack, is all the form of a contraction depends on
+    made = {**instance.variables, **{n: i for n, (i, _) in instance.constants.items()},
+            **instance.outputs}
+    arrays = {**inputs, **{n: [] if isinstance(i, tuple) else _UNREAD
+                           for n, i in made.items()}}
+    try:
+        scalar = scalar_axes(facts, arrays)
+    except Refused:
+        return count
+    # the form of a contraction, whatever its memory: one that does not fit `--max-memory`
+    # runs as a contraction per box (a 64-channel 224x224 convolution: 3 s in 2 GiB)
+    if formula.counted is not None or \
+            contraction_box(facts, arrays, scalar, sys.maxsize) is None:
+        return count
+    return -(-count // CONTRACTION_DISCOUNT)
 
 
 @dataclass(frozen=True)

@@ -26,15 +26,17 @@ from refinterp.numeric import rules
 from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, NUMPY_DTYPES as DTYPES,
                                               AbstractTensor, check_pack_length, kind_of,
                                               limit_note)
+from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import ComposeDiagnostic, Diagnostic, Frame, LoweringDiagnostic
 from refinterp.language.checks import check_main_graph
+from refinterp.language.binding import free_names
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.instance import (Invocation, OperatorInstance, TensorType,
                                          describe_type, instantiate_cached)
 from refinterp.language.inputs import LengthError, declared_dims
 from refinterp.language.invocation import EmptyPack, item_type, tensor_type, typed_pack
 from refinterp.run.intrinsics import lookup as lookup_intrinsic
-from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine
+from refinterp.lower.engines import DEFAULT_ENGINE, ENGINES, Engine, lower_cost
 from refinterp.lower.common import constant_array, lowering_plan
 from refinterp.language.modules import (LoadedModule, LoadedProgram, bundled_definition,
                                         find_operator, interface_differences,
@@ -54,6 +56,15 @@ from refinterp.language.values import NULL
 
 FRAMES_PER_CALL = 60
 POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pack of tensors
+
+# What a composition resolves the same way at every run, kept per syntax node (docs/performance.md
+# "Invocations"): the operator a call names in its module (`resolve`: the module is part of the
+# entry, so a program loaded again resolves again), whether an expression invokes an operator
+# in a module (`invokes`), and the value of a compile-time scalar without names under a profile
+# (`tensor`: `0.5` in `math.add(t, 0.5)`). Each depends only on what its entry holds.
+_RESOLVED: IdentityCache[tuple[LoadedModule, Any]] = IdentityCache(1 << 14)
+_INVOKES: IdentityCache[tuple[LoadedModule, bool]] = IdentityCache(1 << 14)
+_CONSTANTS: IdentityCache[tuple[rules.Profile, Any]] = IdentityCache(1 << 12)
 
 
 class Executor:
@@ -128,9 +139,12 @@ class Executor:
         MemoryError while it runs (and not in an invocation within it) is E1205 naming it."""
         instance = None
         try:
-            instance = instantiate_cached(definition, replace(  # the limits instantiation checks
-                invocation, max_pack_length=self.limits.max_pack_length,
-                max_tensor_size=self.limits.max_tensor_size))
+            limits = self.limits  # the limits instantiation checks
+            if invocation.max_pack_length != limits.max_pack_length or \
+                    invocation.max_tensor_size != limits.max_tensor_size:
+                invocation = replace(invocation, max_pack_length=limits.max_pack_length,
+                                     max_tensor_size=limits.max_tensor_size)
+            instance = instantiate_cached(definition, invocation)
             return self.run_checked(instance, module, invocation, inputs, path)
         except MemoryError:
             raise out_of_memory(f"running '{module.name}.{definition.name}'", definition.span,
@@ -153,7 +167,8 @@ class Executor:
                     for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
             try:
-                self.limits.check_lowering(instance)
+                self.limits.check_lowering(instance, lambda formula: lower_cost(
+                    self.engine, instance, formula, inputs))
                 self.charge_lowering(instance)
                 arrays = {**inputs, **self.variables(instance, path)}
                 outputs = self.engine(instance, arrays, self.profile)
@@ -362,8 +377,15 @@ class Executor:
     def invokes(self, node: object, scope: BlockScope) -> bool:
         """Whether an expression (a node, or a tuple of them) contains an operator
         invocation."""
-        return any(isinstance(found, ast.Call) and self.is_invocation(found, scope)
-                   for item in nodes(node) for found in walk(item))
+        if not isinstance(node, ast.Node):
+            return any(self.invokes(item, scope) for item in nodes(node))
+        cached = _INVOKES.get(node)
+        if cached is not None and cached[0] is scope.module:
+            return cached[1]
+        found = any(isinstance(item, ast.Call) and self.is_invocation(item, scope)
+                    for item in walk(node))
+        _INVOKES.put(node, (scope.module, found))
+        return found
 
     def bind(self, component: ast.Component, targets: tuple, results: list, scope: BlockScope
              ) -> None:
@@ -766,10 +788,7 @@ class Executor:
                 raise ComposeDiagnostic("an invocation used as an argument must have one result",
                                         node.span, code="E0602")
             return results[0]
-        if self.mentions_tensor(node, scope):
-            raise ComposeDiagnostic("tensor arithmetic must be written as operator invocations",
-                                    node.span)
-        value = evaluate(node, scope.environment(self.profile))  # a compile-time scalar
+        value = self.scalar(node, scope)  # a compile-time scalar
         if value is NULL:
             return NULL
         if isinstance(value, tuple):
@@ -782,6 +801,21 @@ class Executor:
             raise ComposeDiagnostic("a string is not a tensor; a compile-time scalar "
                                     "argument is a real, an int or a bool", node.span)
         return np.array(value, dtype=DTYPES[rules.kind(value)])
+
+    def scalar(self, node: ast.Expr, scope: BlockScope) -> Any:
+        """The value of a compile-time scalar expression (a tensor's value in it is refused);
+        one without names is evaluated once per profile (`_CONSTANTS`)."""
+        if free_names(node):
+            if self.mentions_tensor(node, scope):
+                raise ComposeDiagnostic("tensor arithmetic must be written as operator "
+                                        "invocations", node.span)
+            return evaluate(node, scope.environment(self.profile))
+        cached = _CONSTANTS.get(node)
+        if cached is not None and cached[0] is self.profile:
+            return cached[1]
+        value = evaluate(node, scope.environment(self.profile))
+        _CONSTANTS.put(node, (self.profile, value))
+        return value
 
     def pack_items(self, node: ast.Subscript, scope: BlockScope) -> Any:
         """`xs[k]`, `xs[::-1]`, `xs[[0, 2]]`, `xs[mask]` on a pack of tensors (§2.10: the
@@ -818,7 +852,12 @@ class Executor:
     def resolve(self, node: ast.Call, module: LoadedModule, quiet: bool = False
                 ) -> tuple[ast.OperatorDef, LoadedModule] | None:
         """`op` in the invoking module, or `a.b.op` in the imported module `a.b`."""
-        found = find_operator(node.callee, module)
+        cached = _RESOLVED.get(node)
+        if cached is not None and cached[0] is module:
+            found = cached[1]
+        else:
+            found = find_operator(node.callee, module)
+            _RESOLVED.put(node, (module, found))
         if found is not None:
             definition, target = found
             if definition.name.startswith("_") and target is not module and not quiet:
@@ -845,8 +884,10 @@ class Executor:
             path = None if scope.path is None else (*scope.path, node.label)
         elif definition.is_graph:
             path = (module.name, definition.name)
-        env = scope.environment(self.profile)
-        attributes = {a.name: evaluate(a.value, env) for a in node.attributes or ()}
+        attributes = {}
+        if node.attributes:
+            env = scope.environment(self.profile)
+            attributes = {a.name: evaluate(a.value, env) for a in node.attributes}
         generics = tuple(scope.instance.dtypes.get(g.name, g.name) for g in node.generics)
         declared = definition.block("input").entries if definition.block("input") else ()
         if len(node.args) > len(declared):
@@ -863,7 +904,9 @@ class Executor:
                     padded = value
                 inputs[decl.name] = padded
         invocation = Invocation(attributes, {k: tensor_type(v) for k, v in inputs.items()},
-                                generics, self.profile)
+                                generics, self.profile,
+                                max_pack_length=self.limits.max_pack_length,
+                                max_tensor_size=self.limits.max_tensor_size)
         self.depth += 1
         try:
             if self.depth > self.limits.max_depth:

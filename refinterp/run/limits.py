@@ -17,22 +17,28 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Callable
 
+from refinterp.core.cache import IdentityCache
 from refinterp.core.diagnostics import ArgumentDiagnostic, Diagnostic
 from refinterp.core.source import Span
 from refinterp.language.invocation import OperatorInstance, TensorType
 from refinterp.lower.common import lowering_plan
-from refinterp.lower.plan import allocation_shape
+from refinterp.lower.plan import Formula, allocation_shape
 from refinterp.numeric.representation import (MAX_PACK_LENGTH, MAX_TENSOR_SIZE,
                                               check_pack_length, check_tensor_size,
                                               format_bytes, limit_note, tensor_bytes)
 from refinterp.run.locate import declaration_span
 
+# the limits (tensor size, pack length, sizes checked) each recent instance passed under
+_CHECKED: IdentityCache[frozenset[tuple[int, int, bool]]] = IdentityCache(1 << 12)
+
 MAX_ITERATIONS = 10_000  # iterations of one @compose loop (~2 s for a trivial body)
 MAX_DEPTH = 256  # nesting of operator invocations
 MAX_DEPTH_CAP = 10_000  # the deepest --max-depth accepted (each level holds Python frames)
-MAX_LOWER_ITERATIONS = 10 ** 9  # iterations of one @lower formula (~10 s on the vector engine)
+# iterations of one @lower formula (~10 s on the vector engine); a contraction the vector
+# engine runs counts a tenth per iteration (lower.engines.lower_cost; docs/limits.md)
+MAX_LOWER_ITERATIONS = 10 ** 9
 # the work of one run, in units of one @lower iteration (docs/limits.md: >= 100x the largest
 # real run measured, a batch-1 AlexNet); an invocation or a loop step costs STEP_WORK units, about
 # what it costs in time (~30 us against a few ns per vectorised iteration), so that the default
@@ -92,7 +98,16 @@ class Limits:
     def check_instance(self, instance: OperatorInstance, sizes: bool = True) -> None:
         """Before anything of an operator instance is made: the packs it declares (outputs,
         constants, variables, inputs taking their defaults) and, with `sizes`, the bytes of
-        each of their tensors."""
+        each of their tensors. An instance that passed under the same limits is not checked
+        again (what it declares is fixed)."""
+        key = (self.max_tensor_size, self.max_pack_length, sizes)
+        passed = _CHECKED.get(instance)
+        if passed is not None and key in passed:
+            return
+        self._check_instance(instance, sizes)
+        _CHECKED.put(instance, (passed or frozenset()) | {key})
+
+    def _check_instance(self, instance: OperatorInstance, sizes: bool) -> None:
         declared: dict[str, Any] = {**instance.outputs, **instance.variables,
                                     **{n: i for n, (i, _) in instance.constants.items()},
                                     **{n: i for n, (i, _) in instance.defaults.items()}}
@@ -104,10 +119,13 @@ class Limits:
             elif isinstance(info, tuple):
                 check_pack_length(len(info), self.max_pack_length, what, span)
 
-    def check_lowering(self, instance: OperatorInstance) -> None:
-        """Before a @lower block runs: no formula iterates more than `max_lower_iterations`
-        times (E1201), and an output with a counted extent, allocated at its bound, fits the
-        tensor size limit (E1200)."""
+    def check_lowering(self, instance: OperatorInstance,
+                       cost: Callable[[Formula], int] | None = None) -> None:
+        """Before a @lower block runs: no formula costs more than `max_lower_iterations`
+        (E1201), and an output with a counted extent, allocated at its bound, fits the
+        tensor size limit (E1200). A formula costs its iteration count or, when that is above
+        the limit, `cost(formula)`: what it costs on the engine that runs it
+        (`refinterp.lower.engines.lower_cost`; docs/limits.md)."""
         plan = lowering_plan(instance)
         for formula in plan.formulas:
             if formula.counted is not None:
@@ -119,10 +137,16 @@ class Limits:
                                   f"bound of its extent '{formula.counted.name}'",
                                   declaration_span(instance.definition, formula.output))
             count = formula.iterations()
-            if count > self.max_lower_iterations:
+            if count <= self.max_lower_iterations:
+                continue
+            counted = count if cost is None else cost(formula)
+            if counted > self.max_lower_iterations:
+                notes = [] if counted == count else \
+                    [f"it counts {counted} as a contraction on the vector engine"]
                 raise Diagnostic(f"the formula iterates {count} times, above the @lower "
                                  f"iteration limit of {self.max_lower_iterations}",
-                                 formula.node.span, [limit_note("--max-lower-iterations")],
+                                 formula.node.span,
+                                 [*notes, limit_note("--max-lower-iterations")],
                                  code="E1201")
 
 

@@ -17,13 +17,17 @@ one writer of array files: this ring may not import it).
 
 A `.dat` file of the model folder is read through `numeric.tensorfile.read_tensor`: only a
 regular file (a FIFO or a device named like a variable is refused, E0800), its tensor within
-the run's tensor size limit.
+the run's tensor size limit. It is read once per process while it is unchanged
+(`read_tensor_cached`: the same file, size and modification time; docs/limits.md "Parameters
+read once"), as are the `.dat` files of a `--params` folder (`refinterp.io.read_params`).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +39,62 @@ from refinterp.core.diagnostics import ParameterDiagnostic
 from refinterp.language.instance import TensorType, describe_type
 from refinterp.core.source import Span
 from refinterp.numeric.tensorfile import read_tensor
+
+
+# The bytes of tensors `read_tensor_cached` keeps (the least recently used go first); a tensor
+# larger than this is not kept. A batch-1 VGG-19's float64 weights are 1.1 GB.
+MAX_CACHED_TENSOR_BYTES = 2 * 2**30
+# per (absolute path, tensor size limit): (the file's identity when read, its tensor)
+_tensor_files: OrderedDict[tuple[str, int], tuple[tuple[int, ...], np.ndarray]] = OrderedDict()
+_tensor_bytes = [0]  # the bytes _tensor_files holds
+
+
+def read_tensor_cached(path: str | Path, max_size: int = MAX_TENSOR_SIZE,
+                       what: str = "the tensor file") -> np.ndarray:
+    """`read_tensor(path, max_size, what)`, read from the file only when this process has not
+    read the same file unchanged with the same limit before: a file is the same while its
+    device, inode, size, modification and change times are (a rewritten or replaced file is
+    read again). The tensor returned is read-only, shared by every run that reads the file;
+    failures are not kept (each read of a bad file fails again)."""
+    key = (os.path.abspath(path), max_size)
+    before = _identity(path)
+    entry = _tensor_files.get(key)
+    if entry is not None and before is not None and entry[0] == before:
+        _tensor_files.move_to_end(key)
+        return entry[1]
+    value = read_tensor(path, max_size, what)
+    value.flags.writeable = False
+    _forget(key)
+    if before is not None and _identity(path) == before and \
+            value.nbytes <= MAX_CACHED_TENSOR_BYTES:  # unchanged while it was read
+        _tensor_files[key] = (before, value)
+        _tensor_bytes[0] += value.nbytes
+        while _tensor_bytes[0] > MAX_CACHED_TENSOR_BYTES:
+            _forget(next(iter(_tensor_files)))
+    return value
+
+
+def clear_tensor_cache() -> None:
+    """Forget every tensor `read_tensor_cached` keeps."""
+    _tensor_files.clear()
+    _tensor_bytes[0] = 0
+
+
+def _identity(path: str | Path) -> tuple[int, ...] | None:
+    """What tells a regular file's content changed; None for anything else (not kept)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _forget(key: tuple[str, int]) -> None:
+    entry = _tensor_files.pop(key, None)
+    if entry is not None:
+        _tensor_bytes[0] -= entry[1].nbytes
 
 
 def random_value(name: str, info: TensorType, seed: int) -> np.ndarray:
@@ -103,7 +163,7 @@ class ParameterStore:
             for name in self.candidates(scoped):
                 path = self.folder / f"{name}.dat"
                 if os.path.exists(path):  # a FIFO or a device too: read_tensor refuses it
-                    return read_tensor(path, self.max_tensor_size), f"'{path}'"
+                    return read_tensor_cached(path, self.max_tensor_size), f"'{path}'"
         if self.random:
             return random_value(scoped, info, self.seed), "random"
         return None, ""

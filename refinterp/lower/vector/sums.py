@@ -343,9 +343,39 @@ def sum_of_squares(x: np.ndarray, sub: str, keep: str) -> np.ndarray:
     # a contiguous array reads each element once; a small one is not worth the set-up
     overlapping = x.size >= 4096 and not (x.flags.c_contiguous or x.flags.f_contiguous)
     found = square_sums(x, sub, keep) if overlapping else None
+    if found is None and overlapping:
+        found = sliced_square_sums(x, sub, keep)
     if found is not None:
         return found
     return np.einsum(f"{sub},{sub}->{keep}", x, x)
+
+
+MAX_SQUARE_SLICES = 64  # a kept letter of more slices is not split (`sliced_square_sums`)
+
+
+def sliced_square_sums(x: np.ndarray, sub: str, keep: str) -> np.ndarray | None:
+    """`square_sums` one slice of a kept letter at a time, or None where that does not apply.
+    A grouped convolution's group and its channel within the group walk the same memory axis
+    (the input channel), so no summed letter walks it alone and `square_sums` declines; in one
+    group's slice the channel does. Without this, the windows are squared in full, each input
+    element once per filter tap (AlexNet's grouped 5x5 layer, 2 x 48 x 27 x 27 windows: 2.25 ms
+    -> 0.2 ms; its 3x3 layers 1.4 -> 0.14 ms)."""
+    for letter in keep:
+        k = sub.index(letter)
+        if not 1 < x.shape[k] <= MAX_SQUARE_SLICES:
+            continue
+        slice_sub, slice_keep = sub.replace(letter, ""), keep.replace(letter, "")
+        first = square_sums(x[(slice(None),) * k + (0,)], slice_sub, slice_keep)
+        if first is None:
+            continue
+        slices = [first]
+        for j in range(1, x.shape[k]):
+            found = square_sums(x[(slice(None),) * k + (j,)], slice_sub, slice_keep)
+            if found is None:
+                return None
+            slices.append(found)
+        return np.stack(slices, axis=keep.index(letter))
+    return None
 
 
 def square_sums(x: np.ndarray, sub: str, keep: str) -> np.ndarray | None:
