@@ -18,9 +18,8 @@ from refinterp.backends.jax import JaxBackend, JaxJitBackend  # noqa: E402
 from refinterp.harness.backends import Unsupported, resolve  # noqa: E402
 from refinterp.harness.suite_run import check_case  # noqa: E402
 from refinterp.harness.suite import Case, load_case  # noqa: E402
-from testsupport.paths import REPO_ROOT
+from testsupport.module_suites import module_suite
 
-GOLDEN_NX = REPO_ROOT / "golden" / "nx"
 NAN, INF = math.nan, math.inf
 
 
@@ -330,12 +329,12 @@ HARNESS_OUTCOMES = {
 
 @pytest.mark.parametrize("case_id", sorted(HARNESS_OUTCOMES))
 def test_harness_outcomes_on_golden_cases(case_id):
-    outcome = check_case(JaxBackend(), load_case(GOLDEN_NX / case_id))
+    outcome = check_case(JaxBackend(), load_case(module_suite("nx") / case_id))
     assert (outcome.status, outcome.reason) == HARNESS_OUTCOMES[case_id], outcome.explanation
 
 
 def test_jit_backend_rejects_the_slice_eager_dispatch_clamps():
-    case = load_case(GOLDEN_NX / "nx.shrink/stop_beyond")
+    case = load_case(module_suite("nx") / "nx.shrink/stop_beyond")
     outcome = check_case(JaxJitBackend(), case)
     assert (outcome.status, outcome.reason) == ("pass", None), outcome.explanation
     assert "limit_indices" in outcome.explanation
@@ -346,7 +345,7 @@ def test_jit_backend_rejects_the_slice_eager_dispatch_clamps():
 
 
 def test_layout_variants_reach_jax_as_strided_views():
-    case = load_case(GOLDEN_NX / "nx.add/matrix@view-flipped")
+    case = load_case(module_suite("nx") / "nx.add/matrix@view-flipped")
     inputs = case.layout_inputs
     assert any(v.strides[0] < 0 for v in inputs.values())  # a real negative-stride view
     out = JaxBackend().prepare(case).run(inputs)["out"]

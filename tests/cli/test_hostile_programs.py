@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from refinterp.cli import main
-from testsupport.paths import REPO_ROOT
 
 GRAPH = """graph G {{
  @input {{ x: real[2]; }}
@@ -68,11 +67,11 @@ def test_case_tables_beyond_the_limits_are_table_errors(tmp_path: Path, capsys, 
 
 def test_a_golden_view_beyond_int64_is_a_problem_of_the_case(tmp_path: Path, capsys) -> None:
     """Was an OverflowError (internal error) in `golden verify` and `check`."""
+    from testsupport.module_suites import module_suite
     from testsupport.small_suites import copy_suite, rewrite_case
 
     case_id = "nx.reshape/rank3_to_rank2@view-flipped"
-    root = REPO_ROOT / "golden" / "nx"
-    suite = copy_suite(root, [case_id], tmp_path / "suite")
+    suite = copy_suite(module_suite("nx"), [case_id], tmp_path / "suite")
     rewrite_case(suite, case_id, lambda data: data["inputs"]["t"]["view"].update(offset=2**70))
     assert main(["golden", "verify", str(suite)]) == 1
     assert "within int64's range" in capsys.readouterr().err

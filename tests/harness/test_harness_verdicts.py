@@ -29,6 +29,7 @@ from refinterp.harness.expect import Expectation, write_expectations
 from refinterp.harness.report import load_results
 from refinterp.harness.suite_run import apply_expectations
 from testsupport.small_suites import case_path, copy_suite, rehash_file, rewrite_case
+from testsupport.module_suites import module_suite
 from testsupport.paths import REPO_ROOT
 
 ROOT = REPO_ROOT
@@ -199,7 +200,7 @@ def test_a_case_the_harness_cannot_trust_is_broken(suite: Path, damage, text: st
 def test_a_view_too_large_to_materialise_is_broken(tmp_path: Path) -> None:
     """Before: the back end's crash, "MemoryError: Unable to allocate 74.5 GiB"."""
     case_id = "nx.reshape/rank3_to_rank2@view-flipped"
-    nx = copy_suite(GOLDEN / "nx", [case_id], tmp_path / "nx")
+    nx = copy_suite(module_suite("nx"), [case_id], tmp_path / "nx")
 
     def huge(data: dict) -> None:
         data["inputs"]["t"]["shape"] = [100000, 100000]
