@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator, Mapping, MutableMapping
 
 from refinterp.numeric import rules
 from refinterp.core.diagnostics import EvalDiagnostic
@@ -33,16 +33,40 @@ MAX_VALUE_PACK_LENGTH = 10_000_000
 class Environment:
     """Values of the symbols an expression may use, generic type bindings, and the profile."""
 
-    values: dict[str, Value] = field(default_factory=dict)
+    values: MutableMapping[str, Value] = field(default_factory=dict)
     types: dict[str, Type] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)          # generic name -> bound
     dtype_bindings: dict[str, str] = field(default_factory=dict)  # generic name -> concrete
     profile: rules.Profile = rules.SPEC
 
     def scope(self) -> TypeScope:
-        symbols = {name: self.types.get(name) or type_of_value(value)
-                   for name, value in self.values.items()}
-        return TypeScope(symbols, dict(self.dtypes))
+        """The types of the symbols, each worked out when the checker first asks for it: an
+        expression reads a few names of an environment that may hold hundreds (every tensor of
+        a graph, for `x.shape`)."""
+        return TypeScope(ValueTypes(self.values, self.types), dict(self.dtypes))
+
+
+class ValueTypes(Mapping[str, Type]):
+    """The type of each value of `values`: the declared one in `types`, else the value's own
+    (`type_of_value`), computed on first lookup and kept."""
+
+    def __init__(self, values: Mapping[str, Value], types: Mapping[str, Type]) -> None:
+        self._values = values
+        self._types = types
+        self._known: dict[str, Type] = {}
+
+    def __getitem__(self, name: str) -> Type:
+        known = self._known.get(name)
+        if known is None:
+            value = self._values[name]
+            known = self._known[name] = self._types.get(name) or type_of_value(value)
+        return known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 def evaluate(expr: ast.Expr, env: Environment | None = None) -> Value:

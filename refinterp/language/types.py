@@ -10,7 +10,9 @@ value 0.0.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 from refinterp.core.diagnostics import TypeDiagnostic
 from refinterp.core.source import Span
@@ -69,7 +71,7 @@ INT, REAL, BOOL, STR = Type("int"), Type("real"), Type("bool"), Type("str")
 class TypeScope:
     """What an expression may refer to: symbol types and generic type names with their bound."""
 
-    symbols: dict[str, Type] = field(default_factory=dict)
+    symbols: Mapping[str, Type] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
 
 
@@ -331,11 +333,10 @@ class Checker(ExprVisitor[Type]):
         tested = self.null_tested_names(cond)
         if not tested:
             return None
-        symbols = dict(self.scope.symbols)
-        for name in tested:
-            if name in symbols:
-                symbols[name] = replace(symbols[name], optional=False)
-        return TypeScope(symbols, self.scope.dtypes)
+        outer = self.scope.symbols
+        promoted = {name: replace(outer[name], optional=False)
+                    for name in tested if name in outer}
+        return TypeScope(ChainMap(promoted, outer), self.scope.dtypes)
 
     @staticmethod
     def null_tested_names(cond: ast.Expr) -> list[str]:

@@ -50,7 +50,7 @@ from refinterp.run.hooks import Hooks
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import STEP_WORK, Limits, Work, declared_sizes, out_of_memory
 from refinterp.run.locate import declaration_span, relocate
-from refinterp.run.scope import BlockScope, ScopePath, live_after, value_names
+from refinterp.run.scope import BlockScope, ScopePath, live_after, release_dead, value_names
 from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
@@ -229,10 +229,10 @@ class Executor:
             not instance.variables
         keep = live_after(instance.definition)
         for k, component in enumerate(block.entries):
+            known = len(scope.tensors)
             self.component(component, scope)
             if keep is not None:  # drop what no later component reads: its memory is reused
-                for name in [n for n in scope.tensors if n not in keep[k]]:
-                    del scope.tensors[name]
+                release_dead(scope.tensors, keep, k, len(scope.tensors) - known)
         outputs = {}
         for name, info in instance.outputs.items():
             if name not in scope.tensors:

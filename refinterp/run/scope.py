@@ -6,7 +6,9 @@ expressions."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from collections import ChainMap
+from itertools import islice
+from typing import Any, Iterable, Iterator, Mapping
 
 from refinterp.core.cache import IdentityCache
 from refinterp.language.binding import free_names
@@ -46,11 +48,33 @@ class BlockScope:
                      self.path if path is None else path, False, self.block, True)
 
     def environment(self, profile: rules.Profile) -> Environment:
+        """The instance's symbols and, over them, the block's tensors as compile-time values
+        (visible to `x.shape` / `x.rank`); a value assigned to the environment goes over both."""
         env = self.instance.environment(profile)
-        for name, value in self.tensors.items():  # tensor names visible to x.shape / x.rank
-            if not isinstance(value, list) and value is not NULL:
-                env.values[name] = TensorValue(kind_of(value), tuple(value.shape))
+        env.values = ChainMap({}, TensorValues(self.tensors), env.values)
         return env
+
+
+class TensorValues(Mapping[str, TensorValue]):
+    """The tensors of a block as compile-time values (kind and shape), each made when read:
+    an expression reads a few of a graph's hundreds of tensors. Packs and absent tensors are
+    not values here (the instance's symbol of that name, if any, shows through)."""
+
+    def __init__(self, tensors: dict[str, Any]) -> None:
+        self._tensors = tensors
+
+    def __getitem__(self, name: str) -> TensorValue:
+        value = self._tensors[name]
+        if isinstance(value, list) or value is NULL:
+            raise KeyError(name)
+        return TensorValue(kind_of(value), tuple(value.shape))
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, value in self._tensors.items()
+                if not isinstance(value, list) and value is not NULL)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
@@ -74,6 +98,23 @@ def live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
         live = tuple(reversed(sets))
         _LIVE.put(definition, live)
     return list(live)
+
+
+def release_dead(tensors: dict[str, Any], live: list[frozenset[str]], k: int,
+                 added: int) -> None:
+    """Drop from `tensors` what no component after the k-th reads (`live`, of `live_after`),
+    given that component k added the last `added` names. Only the names that may have died
+    are looked at — those live before k and not after, and k's own — so a block of n
+    components over a graph of n tensors costs O(n) in all, not O(n^2)."""
+    after = live[k]
+    if k == 0:
+        candidates: Iterable[str] = list(tensors)  # inputs, constants, variables, k's own
+    else:
+        candidates = [name for name in live[k - 1] if name not in after]
+        candidates += list(islice(reversed(tensors), added))
+    for name in candidates:
+        if name not in after:
+            tensors.pop(name, None)
 
 
 # `live_after` by definition (its syntax tree).
