@@ -359,7 +359,7 @@ graph G { @input { x: real[2]; } @output { y: real[2]; } @compose { y = lib.wron
 def test_intermediate_tensors_are_released_after_their_last_use() -> None:
     """The executor drops a tensor once no later component, output or variable reads it (its
     memory is reused by later operators); not with an @update block, which sees them all."""
-    from refinterp.run.scope import live_after
+    from refinterp.run.scope import liveness
     from refinterp.core.source import SourceFile
     from refinterp.syntax import parse_module
 
@@ -378,6 +378,15 @@ operator g {
 }""")).module
     f, g = tree.definitions
     # names read later (a later target such as b is listed before it exists: nothing to drop)
-    assert live_after(f) == [{"a", "b", "c", "x", "y"}, {"b", "c", "x", "y"}, {"b", "c", "y"},
-                              {"y"}]
-    assert live_after(g) is None
+    found = liveness(f)
+    assert list(found.live) == [{"a", "b", "c", "x", "y"}, {"b", "c", "x", "y"},
+                                {"b", "c", "y"}, {"y"}]
+    assert list(found.dying) == [set(), {"a"}, {"x"}, {"b", "c"}]
+    assert liveness(g) is None
+    # the executor's releases, component by component (each adds its target last)
+    tensors = {"x": 1}
+    left = [{"x", "a"}, {"x", "b"}, {"b", "c"}, {"y"}]
+    for k, name in enumerate(["a", "b", "c", "y"]):
+        tensors[name] = k
+        found.release(tensors, k, 1)
+        assert set(tensors) == left[k]

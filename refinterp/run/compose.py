@@ -50,7 +50,7 @@ from refinterp.run.hooks import Hooks
 from refinterp.run.jagged import DynamicExtents
 from refinterp.run.limits import STEP_WORK, Limits, Work, declared_sizes, out_of_memory
 from refinterp.run.locate import declaration_span, relocate
-from refinterp.run.scope import BlockScope, ScopePath, live_after, release_dead, value_names
+from refinterp.run.scope import BlockScope, ScopePath, liveness, value_names
 from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
 
@@ -60,10 +60,13 @@ POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pac
 # What a composition resolves the same way at every run, kept per syntax node (docs/performance.md
 # "Invocations"): the operator a call names in its module (`resolve`: the module is part of the
 # entry, so a program loaded again resolves again), whether an expression invokes an operator
-# in a module (`invokes`), and the value of a compile-time scalar without names under a profile
-# (`tensor`: `0.5` in `math.add(t, 0.5)`). Each depends only on what its entry holds.
+# in a module (`invokes`), whether a call is one invocation whose arguments invoke nothing
+# (`reduces_to_invocation`, for auto-labels), and the value of a compile-time scalar without
+# names under a profile (`tensor`: `0.5` in `math.add(t, 0.5)`). Each depends only on what its
+# entry holds.
 _RESOLVED: IdentityCache[tuple[LoadedModule, Any]] = IdentityCache(1 << 14)
 _INVOKES: IdentityCache[tuple[LoadedModule, bool]] = IdentityCache(1 << 14)
+_SINGLE: IdentityCache[tuple[LoadedModule, bool]] = IdentityCache(1 << 14)
 _CONSTANTS: IdentityCache[tuple[rules.Profile, Any]] = IdentityCache(1 << 12)
 
 
@@ -227,12 +230,12 @@ class Executor:
         # auto-label rule 1: a lone component without local tensors keeps the operator's scope
         scope.propagate = len(block.entries) == 1 and not instance.constants and \
             not instance.variables
-        keep = live_after(instance.definition)
+        keep = liveness(instance.definition)
         for k, component in enumerate(block.entries):
             known = len(scope.tensors)
             self.component(component, scope)
             if keep is not None:  # drop what no later component reads: its memory is reused
-                release_dead(scope.tensors, keep, k, len(scope.tensors) - known)
+                keep.release(scope.tensors, k, len(scope.tensors) - known)
         outputs = {}
         for name, info in instance.outputs.items():
             if name not in scope.tensors:
@@ -358,8 +361,14 @@ class Executor:
         too (§2.10.1: blocks are labelled like invocations)."""
         if isinstance(node, ast.Region):
             return True
-        if isinstance(node, ast.Call) and self.is_invocation(node, scope):
-            return not any(self.invokes(arg, scope) for arg in node.args)
+        if isinstance(node, ast.Call):
+            cached = _SINGLE.get(node)
+            if cached is not None and cached[0] is scope.module:
+                return cached[1]
+            single = self.is_invocation(node, scope) and \
+                not any(self.invokes(arg, scope) for arg in node.args)
+            _SINGLE.put(node, (scope.module, single))
+            return single
         if isinstance(node, ast.Select) and not self.mentions_tensor(node.cond, scope):
             flag = evaluate(node.cond, scope.environment(self.profile))
             taken = node.then if flag is True else node.otherwise

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections import ChainMap
 from itertools import islice
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from refinterp.core.cache import IdentityCache
 from refinterp.language.binding import free_names
@@ -77,48 +77,54 @@ class TensorValues(Mapping[str, TensorValue]):
         return sum(1 for _ in self)
 
 
-def live_after(definition: ast.OperatorDef) -> list[frozenset[str]] | None:
-    """For each component of the @compose block, the tensor names read after it (by a later
-    component, as the output, or as a variable); None when an @update block reads the
-    intermediate tensors.
+@dataclass(frozen=True)
+class Liveness:
+    """For each component k of a @compose block: `live[k]`, the tensor names read after it (by
+    a later component, as the output, or as a variable), and `dying[k]`, the names live
+    before k and not after it (`live[k-1] - live[k]`; for k = 0, empty)."""
+
+    live: tuple[frozenset[str], ...]
+    dying: tuple[frozenset[str], ...]
+
+    def release(self, tensors: dict[str, Any], k: int, added: int) -> None:
+        """Drop from `tensors` what no component after the k-th reads, given that component k
+        added the last `added` names. Only the names that may have died are looked at — those
+        in `dying[k]` and k's own — so a block of n components costs O(n) in all."""
+        after = self.live[k]
+        candidates = list(tensors) if k == 0 else \
+            [*self.dying[k], *islice(reversed(tensors), added)]
+        for name in candidates:  # k = 0: inputs, constants, variables and k's own
+            if name not in after:
+                tensors.pop(name, None)
+
+
+def liveness(definition: ast.OperatorDef) -> Liveness | None:
+    """The `Liveness` of a definition's @compose block, for releasing an intermediate tensor
+    after its last reader; None when an @update block reads the intermediate tensors.
 
     Computed once per definition tree (parsed files are shared, so the standard library's once
     per process)."""
     if definition.block("update") is not None:
         return None
-    entries = definition.block("compose").entries
-    needed = frozenset(d.name for b in ("output", "variable") if definition.block(b) is not None
-                       for d in definition.block(b).entries)
-    live = _LIVE.get(definition)
-    if live is None:
+    found = _LIVE.get(definition)
+    if found is None:
+        entries = definition.block("compose").entries
+        needed = frozenset(d.name for b in ("output", "variable")
+                           if definition.block(b) is not None
+                           for d in definition.block(b).entries)
         sets: list[frozenset[str]] = []
         for entry in reversed(entries):
             sets.append(needed)
             needed = needed | _reads(entry)
         live = tuple(reversed(sets))
-        _LIVE.put(definition, live)
-    return list(live)
+        dying = (frozenset(),) + tuple(before - after for before, after in zip(live, live[1:]))
+        found = Liveness(live, dying)
+        _LIVE.put(definition, found)
+    return found
 
 
-def release_dead(tensors: dict[str, Any], live: list[frozenset[str]], k: int,
-                 added: int) -> None:
-    """Drop from `tensors` what no component after the k-th reads (`live`, of `live_after`),
-    given that component k added the last `added` names. Only the names that may have died
-    are looked at — those live before k and not after, and k's own — so a block of n
-    components over a graph of n tensors costs O(n) in all, not O(n^2)."""
-    after = live[k]
-    if k == 0:
-        candidates: Iterable[str] = list(tensors)  # inputs, constants, variables, k's own
-    else:
-        candidates = [name for name in live[k - 1] if name not in after]
-        candidates += list(islice(reversed(tensors), added))
-    for name in candidates:
-        if name not in after:
-            tensors.pop(name, None)
-
-
-# `live_after` by definition (its syntax tree).
-_LIVE: IdentityCache[tuple[frozenset[str], ...]] = IdentityCache(1024)
+# `liveness` by definition (its syntax tree).
+_LIVE: IdentityCache[Liveness] = IdentityCache(1024)
 
 
 def _reads(component: ast.Component) -> set[str]:

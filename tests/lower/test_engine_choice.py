@@ -98,3 +98,27 @@ def test_params_of_the_right_dtype_reach_the_engine_uncopied(tmp_path: Path) -> 
     assert any(value is w for arrays in seen for value in arrays.values())
     assert run.params["main.G.w"] is w and run.params["main.G.n"] is n
     np.testing.assert_array_equal(run.outputs["y"], w + 1.0)
+
+
+def test_an_instance_run_again_and_again_gets_its_code_generated_once(tmp_path: Path) -> None:
+    """The ski-rental rule: the vector engine runs the small instance while the runs' estimated
+    excess over the compiled engine's cached code stays below the cost of generating that
+    code; from then on the compiled engine runs it (and its code is made once)."""
+    steps = "\n".join(f"        t{k + 1} = twice(t{k});" for k in range(8))
+    path = tmp_path / "chain.sknd"
+    path.write_text("operator twice {\n    @input { x: real[n]; }\n    @output { y: real[n]; }\n"
+                    "    @lower { y[i] = 2.0 * x[i], i < n; }\n}\n\n"
+                    "graph G {\n    @input { x: real[16]; }\n    @output { y: real[16]; }\n"
+                    f"    @compose {{\n        t0 = x;\n{steps}\n        y = t8;\n    }}\n}}\n")
+    seen: list[str] = []
+    engine = engines.make_engine("auto", log=lambda instance, how: seen.append(how.split()[2]))
+    x = np.arange(16.0)
+    run = api.evaluate(api.load(path), inputs={"x": x}, engine=engine)
+    np.testing.assert_array_equal(run.outputs["y"], x * 2.0 ** 8)
+    # the model's estimates for 16 cells (module constants), worked out here
+    vector = engines.VECTOR_FIXED_US + 16 * engines.VECTOR_ITERATION_US
+    cached = engines.COMPILED_CACHED_US + 16 * engines.COMPILED_ITERATION_US
+    generation = engines.COMPILED_FIXED_US - engines.COMPILED_CACHED_US
+    assert cached + generation > vector > cached  # one run alone: the vector engine
+    first_compiled = next(k for k in range(1, 9) if k * (vector - cached) >= generation)
+    assert seen == ["vector"] * (first_compiled - 1) + ["compiled"] * (9 - first_compiled)

@@ -263,6 +263,17 @@ class Stores:
             # nothing, so every factor must be finite; a strided view is checked by its base
             if not all(all_finite(read.value, read.source) for read in reads):
                 return False
+        if self.kind == "real" and valid is None and len(arrays) <= 2 and \
+                not any(read.padded for read in reads) and \
+                all(shape[a] == 1 for a in range(len(shape)) if a not in kept):
+            # one term per cell (`y[i..] += xs[k][i..]` a pack item at a time): the sum is the
+            # definition's own one addition of one product, nothing to certify
+            with np.errstate(all="ignore"):  # 0 * inf: NaN, as IEEE says
+                term = arrays[0] if len(arrays) == 1 else np.multiply(arrays[0], arrays[1])
+            order = [*kept, *(a for a in range(len(shape)) if a not in kept)]
+            self.combine(view, np.broadcast_to(term, shape).transpose(order).reshape(
+                [shape[a] for a in kept]))
+            return True
         if valid is not None:
             arrays.append(valid.astype(arrays[0].dtype))
         if len(shape) > len(LETTERS):
