@@ -50,9 +50,6 @@ class InstanceFacts:
     # the compiled engine's kernels, by formula, profile and array layout
     # (lower.compiled.engine.compile_formula)
     kernels: dict[tuple, Any] = field(default_factory=dict)
-    # what `auto` estimates the vector engine's runs cost beyond the compiled engine's cached
-    # code, summed (lower.engines.record: its ski-rental rule)
-    vector_excess_us: float = 0.0
     # `auto`'s estimates by which inputs are packs (lower.engines._estimates)
     estimates: dict[frozenset, Any] = field(default_factory=dict)
 

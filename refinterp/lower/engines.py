@@ -30,19 +30,17 @@ per-iteration cost of each engine, measured once on a 2-core machine (NumPy 2, C
 by timing stdlib operators of 6 to 266,000 iterations on both engines
 (`tools/bench_engine_choice.py` prints them beside the estimates); only their ratios matter.
 The compiled engine's fixed cost is generating and compiling a formula's code, once per
-instance (`compiled.engine.compile_formula` keeps the kernel on the instance): a formula
-compiled before costs COMPILED_CACHED_US (making its closure, reading the arrays as lists); the
-vector engine's is building the iteration space and checks, per formula and per sequential
-step.
+instance (`compiled.engine.compile_formula` keeps the kernel on the instance; a formula
+compiled before costs only COMPILED_CACHED_US, making its closure); the vector engine's is
+building the iteration space and checks, per formula and per sequential step.
 
-An instance run many times (an operator invoked on the same shapes and attributes again: the
-element-wise steps of a recurrent model, a graph's repeated blocks) amortises the compiled
-engine's generation, which one run alone never does. `auto` decides that as in the ski-rental
-problem: while the vector engine is chosen although the compiled code, once made, would be
-cheaper, the estimated difference of each run is added up on the instance
-(`InstanceFacts.vector_excess_us`); once the sum reaches the cost of generating the code, the
-compiled engine is chosen (and makes it). So a repeated instance never costs more than about
-twice what the better choice in hindsight would have cost, and one run alone is unchanged.
+The choice depends on the instance alone, never on the runs before it: `auto` must give the
+same bits every time a program runs in a process (a golden made after other work equals one
+made first), and the engines differ in the last bits of reordered sums. So the estimate always
+counts the generation (COMPILED_FIXED_US), whether or not an earlier run made the code, and an
+instance run many times is not switched to the compiled engine once its runs have paid for it
+(a ski-rental rule was tried: a chain of 1,000 `real[8]` steps 135 -> 54 us per invocation, but
+the same program's second and third runs gave different bits).
 """
 
 from __future__ import annotations
@@ -56,9 +54,8 @@ from typing import Any, Callable
 import numpy as np
 
 from refinterp.language.invocation import OperatorInstance
-from refinterp.lower.common import (REAL_ATOL, REAL_RTOL, Refused, facts_of,
-                                    lowering_plan)
-from refinterp.lower.compiled.engine import is_compiled, run_compiled
+from refinterp.lower.common import REAL_ATOL, REAL_RTOL, Refused, facts_of, lowering_plan
+from refinterp.lower.compiled.engine import run_compiled
 from refinterp.lower.plan import Formula
 from refinterp.lower.reference import run_reference
 from refinterp.lower.vector.engine import FormulaReport, run_vector
@@ -135,7 +132,6 @@ def make_engine(name: str = DEFAULT_ENGINE, max_memory: int = DEFAULT_MAX_MEMORY
         def auto(instance: OperatorInstance, inputs: dict[str, Any],
                  profile: rules.Profile) -> dict[str, Any]:
             choice = choose(instance, inputs)
-            record(instance, choice)
             outputs, how = RUNS[choice.engine](instance, inputs, profile, max_memory, tell)
             if log is not None:
                 log(instance, f"auto chose {choice.engine} ({choice.reason}): {how}")
@@ -208,56 +204,31 @@ class Choice:
     reason: str
     compiled_us: float               # the estimated times of both engines, microseconds
     vector_us: float
-    excess_us: float = 0.0           # vector_us beyond the compiled engine with its code made
-
-
-def record(instance: OperatorInstance, choice: Choice) -> None:
-    """Count a run `auto` gave the vector engine toward generating the compiled code (the
-    ski-rental rule of the module docstring)."""
-    if choice.engine == "vector" and choice.excess_us > 0:
-        facts_of(instance).vector_excess_us += choice.excess_us
 
 
 def choose(instance: OperatorInstance, inputs: dict[str, Any]) -> Choice:
     """The engine expected to run the @lower block of `instance` faster, from what is known
     before running (the cost model in the module docstring): per formula, the compiled engine
-    costs COMPILED_FIXED_US (COMPILED_CACHED_US once its code is compiled for the instance) +
+    costs COMPILED_FIXED_US (its code's generation, counted even when an earlier run made it) +
     COMPILED_ITERATION_US per iteration (COMPILED_UPDATE_ITERATION_US for an update); the
     vector engine VECTOR_FIXED_US + VECTOR_STEP_US per sequential step + VECTOR_ITERATION_US
     per iteration, or, for a formula it refuses, its fixed cost and then the compiled
-    engine's. Ties go to the vector engine. The compiled engine is also chosen once the
-    vector engine's runs of the instance have cost, in all, the generation of the code they
-    spared (`record`; the module docstring)."""
+    engine's. Ties go to the vector engine."""
     plan = lowering_plan(instance)
     compiled_us, vector_us, refusals = _estimates(instance, inputs)
-    generation_us = 0.0  # of the code not made yet; a formula the vector engine refuses
-    for formula, refused in zip(plan.formulas, refusals):  # needs it on either engine
-        if not is_compiled(instance, formula):
-            if refused is None:
-                generation_us += COMPILED_FIXED_US - COMPILED_CACHED_US
-            else:
-                vector_us += COMPILED_FIXED_US - COMPILED_CACHED_US
-                compiled_us += COMPILED_FIXED_US - COMPILED_CACHED_US
-    excess_us = vector_us - compiled_us          # beyond the compiled code, once made
-    spent_us = facts_of(instance).vector_excess_us
-    compiled_us += generation_us
-    engine = "compiled" if compiled_us < vector_us or \
-        (excess_us > 0 and spent_us + excess_us >= generation_us) else "vector"
+    engine = "compiled" if compiled_us < vector_us else "vector"
     reason = f"estimated {_ms(vector_us)} vector, {_ms(compiled_us)} compiled"
-    if engine == "compiled" and compiled_us >= vector_us:
-        reason += f" (its code generated once for {_ms(spent_us)} spent on the vector engine)"
     if all(refused is not None for refused in refusals) and refusals:
         reason = "; ".join(f"the vector engine refuses the formula at line "
                            f"{formula.node.span.line}: {refused}"
                            for formula, refused in zip(plan.formulas, refusals))
-    return Choice(engine, reason, compiled_us, vector_us, excess_us)
+    return Choice(engine, reason, compiled_us, vector_us)
 
 
 def _estimates(instance: OperatorInstance, inputs: dict[str, Any]
                ) -> tuple[float, float, tuple[str | None, ...]]:
-    """The estimated times of the compiled engine with its code made and of the vector
-    engine, and per formula why the vector engine refuses it (None: it does not) — choose's
-    cost model, without the generation of code. They depend on the
+    """The estimated times of the compiled and the vector engine, and per formula why the
+    vector engine refuses it (None: it does not) — choose's cost model. They depend on the
     instance and on which inputs are packs only, so they are worked out once per instance
     and kept (`InstanceFacts.estimates`)."""
     packs = frozenset(name for name, value in inputs.items() if isinstance(value, list))
@@ -271,7 +242,8 @@ def _estimates(instance: OperatorInstance, inputs: dict[str, Any]
         n = formula.iterations()
         per_iteration = COMPILED_ITERATION_US if formula.op in ("=", ":=") else \
             COMPILED_UPDATE_ITERATION_US
-        on_compiled = COMPILED_CACHED_US + per_iteration * n
+        on_compiled = COMPILED_FIXED_US + per_iteration * n  # generation included: the
+        # choice must not depend on whether an earlier run made the code (module docstring)
         steps, refused = _sequential_steps(formula, known, inputs)
         compiled_us += on_compiled
         refusals.append(refused)
