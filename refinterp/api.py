@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from refinterp.numeric import rules
+from refinterp.numeric import nx_types as nx_typing, rules
 from refinterp.numeric.representation import (canonical, check_pack_length, check_tensor_size,
                                               format_bytes, kind_of, tensor_bytes)
 from refinterp.language.invocation import tensor_type
@@ -574,13 +574,19 @@ class Run:
         return {**self.params, **self.updated}
 
 
+def parse_nx_types(items: list[str]) -> dict[str, str]:
+    """`[NAME=]TYPE` items (`eval --nx-type`) as the `nx_types` of `evaluate`."""
+    return nx_typing.parse_types(items)
+
+
 def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
              inputs: Mapping[str, Any] | None = None,
              attributes: Mapping[str, Any] | None = None,
              params: Mapping[str, np.ndarray] | None = None, random_params: bool = False,
              seed: int = 0, generics: tuple[str, ...] = (), profile: str = "spec",
              engine: str | Engine = DEFAULT_ENGINE, limits: Limits = Limits(),
-             hooks: Hooks = Hooks(), stdlib: str | Path | None = None) -> Run:
+             hooks: Hooks = Hooks(), stdlib: str | Path | None = None,
+             nx_types: Mapping[str, str] | None = None) -> Run:
     """Run an operator or graph on arrays and return a `Run`.
 
     `inputs`: arrays (or nested lists) by input name, a pack as a list of arrays; any real,
@@ -594,9 +600,15 @@ def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
     work budget, the vector engine's memory and the time from the call): exceeding one is an
     Error naming it (E1203 the budget, E1204 the time); running out of memory is E1205.
     `hooks` are told what the run does while it runs (`Hooks`: which engine ran each operator,
-    progress, every tensor bound, every invocation; docs/api.md "Observing a run")."""
+    progress, every tensor bound, every invocation; docs/api.md "Observing a run").
+    `nx_types`: typed evaluation of an `nx` operator (docs/nx.md "Typed evaluation"): the Nx
+    type (`s8` ... `bf16`) of inputs and outputs by name (key "": every int / real one of the
+    type's kind); typed inputs enter and typed outputs leave wrapped / rounded to it."""
     work = Work(limits.max_work, limits.timeout)
     found = resolve(target, op, stdlib=stdlib)
+    if nx_types and (found.definition.is_graph or not found.name.startswith("nx.")):
+        raise ArgumentDiagnostic(f"typed evaluation (nx_types) runs an nx operator; "
+                                 f"'{found.name}' is not one")
     program, definition, module = found.program, found.definition, found.module
     active = _profile(profile)
     if isinstance(engine, str) and engine not in ENGINE_NAMES and engine not in ENGINE_ALIASES:
@@ -604,6 +616,8 @@ def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
                                  f"{', '.join(ENGINE_NAMES)}")
     _check_seed(seed)
     arrays = {name: _canonical(name, value, limits) for name, value in (inputs or {}).items()}
+    if nx_types:
+        arrays = nx_typing.typed_inputs(dict(nx_types), arrays)
     values = _attributes(attributes)
     store = ParameterStore(graph=found.name,
                            arrays={k: _canonical(k, v, limits, "parameter")
@@ -619,6 +633,8 @@ def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
                         work=work)
     with _Watch(executor, hooks, definition.name):
         outputs = executor.run(definition, module, invocation, arrays)
+    if nx_types:
+        outputs = nx_typing.typed_outputs(dict(nx_types), found.name, arrays, outputs)
     _reject_unused(store)
     return Run(outputs, arrays, dict(store.read), dict(store.updated), dict(values),
                profile, engine if isinstance(engine, str) else "custom", found.name,

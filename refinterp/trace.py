@@ -27,9 +27,12 @@ FORMAT = "refinterp trace 1"
 ALIGNMENT = 64  # bytes: every buffer offset (and size) is a multiple of it
 POOLS = {"real": 0, "int": 1, "bool": 2}  # one pool per dtype; any other dtype: pool 3
 OTHER_POOL = 3
+BUFFER_PLANS = ("first-fit", "ocannl")  # the plans `--buffer-plan` chooses between
+MERGE_BUFFER_POOL = 0  # OCANNL reserves pool 0 of every device for its merge buffer
 
 __all__ = ["Recorder", "Placement", "content_hash", "statistics", "first_fit", "run_traced",
-           "ALIGNMENT", "POOLS", "FORMAT"]
+           "ocannl_buffer_locs", "sexp_of_buffer_loc", "ALIGNMENT", "POOLS", "FORMAT",
+           "BUFFER_PLANS"]
 
 
 # ------------------------------------------------------------------------------- tensors
@@ -193,6 +196,29 @@ def _live_peak(buffers: list[tuple[int, int, int, int, int]]) -> int:
     return peak
 
 
+def ocannl_buffer_locs(count: int) -> list[tuple[int, int, int]]:
+    """OCANNL's phase-1 buffer plan (Ir.Backend_intf, `buffer_loc`) for tensor nodes 0..count-1
+    in iteration order: `(node, pool_id, offset)`, one pool per node from pool 1 (pool 0 is the
+    merge buffer's), every offset 0."""
+    return [(node, MERGE_BUFFER_POOL + 1 + node, 0) for node in range(count)]
+
+
+def sexp_of_buffer_loc(pool_id: int, offset: int) -> str:
+    """A `buffer_loc` record as ppx_sexp_conv spells it: `((pool_id 1) (offset 0))`."""
+    return f"((pool_id {pool_id}) (offset {offset}))"
+
+
+def _ocannl_plan_lines(count: int) -> list[str]:
+    """The `ctx_buffers` map (tensor node -> buffer_loc) as one s-expression, a node a line."""
+    pairs = [f"(T{node} {sexp_of_buffer_loc(pool, offset)})"
+             for node, pool, offset in ocannl_buffer_locs(count)]
+    if not pairs:
+        return ["()"]
+    lines = ["(" + pairs[0]] + [" " + pair for pair in pairs[1:]]
+    lines[-1] += ")"
+    return lines
+
+
 # ------------------------------------------------------------------------------- the recorder
 
 
@@ -202,8 +228,11 @@ class Recorder:
     the trace. A step is one line of the events section: a call, a return, a binding, or (after
     an error) the failure of an invocation that was running."""
 
-    def __init__(self, profile: str = "spec", engine: str = "auto") -> None:
-        self.profile, self.engine = profile, engine
+    def __init__(self, profile: str = "spec", engine: str = "auto",
+                 buffer_plan: str = "first-fit") -> None:
+        if buffer_plan not in BUFFER_PLANS:
+            raise ValueError(f"buffer_plan: one of {BUFFER_PLANS}; got {buffer_plan!r}")
+        self.profile, self.engine, self.buffer_plan = profile, engine, buffer_plan
         self.events: list[str] = []
         self.tensors: list[_Tensor] = []
         self.bound: dict[str, Any] = {}  # probe name -> ids of its last binding
@@ -337,12 +366,17 @@ class Recorder:
 
     def text(self) -> str:
         """The trace (docs/trace.md)."""
-        buffers = self._buffers()
-        placements = first_fit(buffers)
         lines = [FORMAT, f"run {self._operator} profile={self.profile} engine={self.engine}",
                  f"status {self.status}", f"events {len(self.events)}", *self.events,
-                 f"tensors {len(self.tensors)}", *(t.line() for t in self.tensors),
-                 f"buffers {len(placements)} first-fit align={ALIGNMENT}"]
+                 f"tensors {len(self.tensors)}", *(t.line() for t in self.tensors)]
+        if self.buffer_plan == "ocannl":
+            lines += [f"buffers {len(self.tensors)} ocannl phase-1 "
+                      f"merge_buffer_pool={MERGE_BUFFER_POOL}",
+                      *_ocannl_plan_lines(len(self.tensors))]
+            return "\n".join(lines) + "\n"
+        buffers = self._buffers()
+        placements = first_fit(buffers)
+        lines.append(f"buffers {len(placements)} first-fit align={ALIGNMENT}")
         lifetime = {b[0]: (b[3], b[4]) for b in buffers}
         lines += [f"T{p.index} pool={p.pool} offset={p.offset} size={p.size} "
                   f"live={lifetime[p.index][0]}..{lifetime[p.index][1]}" for p in placements]
@@ -364,14 +398,16 @@ def run_traced(target: Any, trace: str | Path, **options: Any) -> Any:
     """`api.evaluate(target, **options)`, writing the run's trace to file `trace` — also when
     the run fails: then the trace says so and keeps everything recorded up to the error, which
     is raised after the file is written. The recorder takes the `observe` and `trace` hooks
-    (the others of `hooks=` are kept). Returns the `Run`."""
+    (the others of `hooks=` are kept). `buffer_plan` is `first-fit` or `ocannl` (OCANNL's
+    phase-1 `buffer_loc` per tensor node). Returns the `Run`."""
     from dataclasses import replace
 
     from refinterp import api
 
     engine = options.get("engine", api.DEFAULT_ENGINE)
     recorder = Recorder(options.get("profile", "spec"),
-                        engine if isinstance(engine, str) else "custom")
+                        engine if isinstance(engine, str) else "custom",
+                        options.pop("buffer_plan", "first-fit"))
     hooks = replace(options.pop("hooks", api.Hooks()), observe=recorder.observe,
                     trace=recorder.invocation)
     try:

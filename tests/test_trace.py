@@ -294,3 +294,32 @@ def test_trace_needs_a_writable_file_before_the_run(tmp_path: Path, capsys) -> N
     assert main(["eval", str(model), "--input", "x=[1.0, 2.0, 3.0, 4.0]",
                  "--trace", str(missing)]) != 0
     assert "--trace" in capsys.readouterr().err and not missing.exists()
+
+
+# ------------------------------------------------------------------ OCANNL's buffer plan
+
+
+def test_ocannl_buffer_plan_is_phase_one_per_tensor_node(tmp_path: Path, capsys) -> None:
+    """`--buffer-plan ocannl`: one pool per tensor node from pool 1 (pool 0 is the merge
+    buffer's) in id order, offset 0, as ppx_sexp_conv spells `ctx_buffers`; the same bytes run
+    after run and in another process, and the events and tensors of the first-fit trace."""
+    model = write(tmp_path, "g", PLANNED)
+    np.save(tmp_path / "x.npy", X)
+    texts = []
+    for name in ("a.txt", "b.txt"):
+        assert main(["eval", str(model), "--input", f"x={tmp_path / 'x.npy'}", "--trace",
+                     str(tmp_path / name), "--buffer-plan", "ocannl"]) == 0
+        texts.append((tmp_path / name).read_bytes())
+    assert texts[0] == texts[1]
+    text = texts[0].decode()
+    lines = text.splitlines()
+    start = lines.index("buffers 6 ocannl phase-1 merge_buffer_pool=0")
+    expected = [f"(T{k} ((pool_id {k + 1}) (offset 0)))" for k in range(6)]
+    expected = ["(" + expected[0]] + [" " + e for e in expected[1:-1]] + [" " + expected[-1] + ")"]
+    assert lines[start + 1:] == expected
+    _, first_fit_text = traced(tmp_path, model, "c.txt", inputs={"x": X})
+    assert text.split("buffers ")[0] == first_fit_text.split("buffers ")[0]
+    _, api_text = traced(tmp_path, model, "d.txt", inputs={"x": X}, buffer_plan="ocannl")
+    assert api_text == text
+    assert main(["eval", str(model), "--input", "x=[1.0]", "--buffer-plan", "ocannl"]) == 2
+    assert "--trace" in capsys.readouterr().err

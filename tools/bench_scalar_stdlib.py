@@ -162,6 +162,12 @@ CASES: dict[str, Case] = {
     "nx.gather": case(lambda d, rng: {"data": real(rng, d(SIDE), d(SIDE)),
                                       "indices": rng.integers(0, d(SIDE), (d(SIDE), d(SIDE)))},
                       lambda d: {"axis": 0}),
+    **{f"nx.scan_{name}": case(lambda d, rng: {"x": real(rng, d(SIDE), d(16))},
+                               lambda d: {"axis": 1}) for name in ("sum", "prod", "max", "min")},
+    **{f"nx.scatter_{name}": case(lambda d, rng: {
+        "template": real(rng, d(SIDE), d(SIDE)), "updates": real(rng, d(SIDE), d(SIDE)),
+        "indices": rng.integers(0, d(SIDE), (d(SIDE), d(SIDE)))},
+        lambda d: {"axis": 0}) for name in ("set", "add")},
     "nx.unfold": case(lambda d, rng: {"t": real(rng, 1, d(40), d(40))},
                       lambda d: {"kernel_size": [3, 3], "stride": [1, 1], "dilation": [1, 1],
                                  "padding": [1, 1, 1, 1]}),

@@ -14,9 +14,11 @@ Only `nx.*` operators are translated: model cases and the other stdlib modules a
 unsupported.
 
 Inputs reach JAX as the harness gives them, strided NumPy views included (layout variants):
-`jnp.asarray` reads the view itself. An error case passes when JAX raises; a case JAX
-computes although the contract forbids it fails as `accepted-invalid` (JAX makes no such
-check: a finding, not a bug of the translation).
+`jnp.asarray` reads the view itself. A typed case (case.json `types`, docs/nx.md "Typed
+evaluation") runs in its Nx types: each typed input converted to its JAX dtype (int8 ...
+bfloat16), so JAX computes at that width and precision. An error case passes when JAX
+raises; a case JAX computes although the contract forbids it fails as `accepted-invalid` (JAX
+makes no such check: a finding, not a bug of the translation).
 """
 
 from __future__ import annotations
@@ -91,13 +93,14 @@ class _Runner:
 
         from refinterp.backends.jax_common import Call
 
+        types = dict(self.case.manifest.get("types") or {})
         arrays = {name: [to_jax(v) for v in value] if isinstance(value, list)
-                  else to_jax(value) for name, value in inputs.items()}
+                  else to_jax(value, types.get(name)) for name, value in inputs.items()}
         attributes = dict(self.case.attributes)
         generics = list(self.case.manifest.get("generics") or [])
 
         def translate(values: dict[str, Any]) -> Any:
-            return self.function(Call(attributes, values, generics))
+            return self.function(Call(attributes, values, generics, types))
         result = (jax.jit(translate) if self.jit else translate)(arrays)
         if len(self.outputs) == 1:
             result = (result,)
@@ -105,11 +108,15 @@ class _Runner:
                 else to_numpy(value) for name, value in zip(self.outputs, result)}
 
 
-def to_jax(array: Any) -> Any:
-    """A NumPy array (possibly a strided view) as a JAX array of the same dtype: JAX itself
-    reads the view (no copy made here)."""
+def to_jax(array: Any, nx_type: str | None = None) -> Any:
+    """A NumPy array (possibly a strided view) as a JAX array of the same dtype, or of the
+    Nx type `nx_type` of a typed case (whose golden inputs hold values of that type, so the
+    conversion is exact): JAX itself reads the view (no copy made here)."""
     import jax.numpy as jnp
 
+    if nx_type is not None:
+        from refinterp.backends.jax_common import NX_DTYPES
+        return jnp.asarray(array, dtype=NX_DTYPES[nx_type])
     return jnp.asarray(array)
 
 

@@ -12,7 +12,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.extend import random as jax_random
 
-from refinterp.backends.jax_common import DTYPES, Call, pairs, translation, unsupported
+from refinterp.backends.jax_common import (DTYPES, NX_DTYPES, Call, pairs, translation,
+                                          unsupported)
 
 # --------------------------------------------------------------------------- creation, copies
 
@@ -109,9 +110,22 @@ def cat(c: Call) -> Any:
 
 @translation("nx.cast", "out")
 def cast(c: Call) -> Any:
-    """The generic R (real / int / bool) -> `new_dtype` (float64 / int64 / bool) of
-    `lax.convert_element_type(x, new_dtype)`."""
-    return lax.convert_element_type(c["x"], DTYPES[c.generics[0]])
+    """The generic R (real / int / bool) -> `new_dtype` (float64 / int64 / bool; a typed
+    case's `out` type: int8 ... bfloat16) of `lax.convert_element_type(x, new_dtype)` (XLA
+    saturates a real beyond an int type's range, as the contract's typed cast)."""
+    return lax.convert_element_type(c["x"], c.dtype("out", DTYPES[c.generics[0]]))
+
+
+@translation("nx.as_type", "out")
+def as_type(c: Call) -> Any:
+    """type -> `new_dtype` (NX_DTYPES) of `lax.convert_element_type(x, new_dtype)`, the
+    result back in x's dtype (nx.as_type keeps x's representation); saturate -> `lax.clamp`
+    of x to the type's range first (XLA wraps an int narrowed without it)."""
+    x, dtype = c["x"], NX_DTYPES[c.attr("type")]
+    if c.attr("saturate", False) and jnp.issubdtype(dtype, jnp.integer):
+        info = jnp.iinfo(dtype)
+        x = lax.clamp(jnp.asarray(info.min, x.dtype), x, jnp.asarray(info.max, x.dtype))
+    return lax.convert_element_type(lax.convert_element_type(x, dtype), x.dtype)
 
 
 # --------------------------------------------------------------------------- gather, scatter
@@ -143,6 +157,23 @@ def scatter(c: Call) -> Any:
     mode = c.attr("mode", "Set")
     if mode not in SCATTER_MODES:
         raise unsupported(f"scatter mode {mode!r} (the contract has Set and Add)")
+    return _scatter(c, mode)
+
+
+@translation("nx.scatter_set", "out")
+def scatter_set(c: Call) -> Any:
+    """As nx.scatter with mode 'Set': axis -> the position of `indices` in the index tuple
+    of `template.at[idx].set(updates)`."""
+    return _scatter(c, "Set")
+
+
+@translation("nx.scatter_add", "out")
+def scatter_add(c: Call) -> Any:
+    """As nx.scatter with mode 'Add': `template.at[idx].add(updates)`."""
+    return _scatter(c, "Add")
+
+
+def _scatter(c: Call, mode: str) -> Any:
     template, indices, axis = c["template"], c["indices"], int(c.attr("axis"))
     if template.ndim != indices.ndim:
         raise unsupported("scatter indices of another rank than the template")

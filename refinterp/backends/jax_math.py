@@ -152,6 +152,17 @@ def associative_scan(c: Call) -> Any:
     return SCANS[op](c["x"], axis=int(c.attr("axis")))
 
 
+def _scan(function: Any) -> Any:
+    def run(c: Call) -> Any:
+        """axis -> `axis` of `lax.cum<op>(x, axis)` (inclusive, forward)."""
+        return function(c["x"], axis=int(c.attr("axis")))
+    return run
+
+
+for _op, _function in SCANS.items():
+    translation(f"nx.scan_{_op.lower()}", "out")(_scan(_function))
+
+
 # --------------------------------------------------------------------------- sort
 
 

@@ -54,10 +54,18 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--case-class", default="reduction", metavar="CLASS",
                         choices=["exact", "arithmetic", "transcendental", "reduction"],
                         help="the tolerance class of a --save-case case (default reduction)")
+    parser.add_argument("--nx-type", action="append", default=[], metavar="[NAME=]TYPE",
+                        help="typed evaluation of an nx operator (docs/nx.md): the Nx type "
+                             "(s8 s16 s32 s64 u8 u16 u32 f16 bf16 f32 f64) of input or output "
+                             "NAME, or without NAME of every int / real tensor of the type's "
+                             "kind; inputs enter and outputs leave wrapped / rounded to it")
     parser.add_argument("--trace", metavar="FILE",
                         help="write a deterministic text trace of the run: every invocation "
                              "in order, every tensor's id, type, sha256 and statistics, a "
                              "buffer plan (docs/trace.md); written also when the run fails")
+    parser.add_argument("--buffer-plan", choices=["first-fit", "ocannl"], default=None,
+                        help="the trace's buffer plan: first-fit (default) or ocannl (OCANNL's "
+                             "phase-1 {pool_id; offset} per tensor node, as s-expressions)")
     parser.add_argument("--verbose", action="store_true",
                         help="print which engine ran each operator")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -85,6 +93,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
             _check_case_folder(Path(args.save_case))
         elif getattr(args, name):
             io.check_writable(getattr(args, name), what, folder_ok=folder_ok)
+    if args.buffer_plan and not args.trace:
+        raise UsageError("--buffer-plan chooses the plan of a trace: give --trace FILE too")
     target, values = run_target(args)
     if args.save_case:
         _check_savable(args, target, values)
@@ -93,6 +103,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return api.fixed_inputs(target, attributes=values, profile=args.profile, limits=bounds)
 
     inputs = load_inputs(args, fixed, bounds)
+    types = _nx_types(args, target)
     params = io.read_params(args.params, max_tensor_size=bounds.max_tensor_size,
                             max_input_size=max_input_size(args)) if args.params else None
     hooks = api.Hooks(log=_engine_log(out) if args.verbose else None,
@@ -102,11 +113,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
         from functools import partial
 
         from refinterp.trace import run_traced
-        evaluate = partial(run_traced, trace=args.trace)
+        evaluate = partial(run_traced, trace=args.trace,
+                           buffer_plan=args.buffer_plan or "first-fit")
     run = evaluate(target, inputs=inputs, attributes=values, params=params,
                    random_params=args.random_params, seed=args.seed,
                    generics=tuple(args.generic), profile=args.profile, engine=args.engine,
-                   limits=bounds, hooks=hooks)
+                   limits=bounds, hooks=hooks, nx_types=types or None)
     outputs = io.flatten_packs(run.outputs)
     write_results(args, outputs, run)
     if args.save_params:
@@ -117,6 +129,21 @@ def run(args: argparse.Namespace, out: Output) -> int:
         _save_case(args, target, values, run)
     return print_outputs(out, outputs, {"operator": run.operator, "profile": run.profile,
                                         "engine": run.engine})
+
+
+def _nx_types(args: argparse.Namespace, target: Any) -> dict[str, str]:
+    """The --nx-type items as a dict (nx_types.parse_types); typed evaluation is of one nx
+    operator, not frozen by --save-case."""
+    if not args.nx_type:
+        return {}
+    if target.definition.is_graph or not target.name.startswith("nx."):
+        raise UsageError(f"--nx-type: typed evaluation runs an nx operator (--op nx.add); "
+                         f"'{target.name}' is not one")
+    if args.save_case:
+        raise UsageError("--nx-type: a typed run cannot be frozen by --save-case (a golden "
+                         "table's `types` makes typed cases)")
+    from refinterp.api import parse_nx_types
+    return parse_nx_types(args.nx_type)
 
 
 def _check_case_folder(folder: Path) -> None:

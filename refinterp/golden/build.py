@@ -48,6 +48,7 @@ from refinterp.io import encode_npy, encode_npz, flatten_packs
 from refinterp.language.modules import STDLIB_DIR
 from refinterp.language.values import NULL
 from refinterp.lower.engines import difference, iterations
+from refinterp.numeric.nx_types import resolve_types, saturates
 from refinterp.numeric.representation import kind_of
 
 FORMAT = "refinterp-golden/1"
@@ -465,6 +466,45 @@ def _output_types(target: Any, arrays: dict[str, Any]) -> dict[str, str]:
     return result
 
 
+def case_types(spec: CaseSpec, arrays: dict[str, Any], outputs: dict[str, Any]
+               ) -> dict[str, str]:
+    """The Nx type of each typed input and output of a typed case (case.json's `types`;
+    docs/nx.md "Typed evaluation"): the table's by name, else its default for the tensors of
+    the default's kind. A name that is no input or output is a BuildError."""
+    unknown = sorted(set(spec.types) - {""} - set(arrays) - set(outputs))
+    if unknown:
+        raise BuildError(f"types names {unknown}, which are no inputs or outputs of "
+                         f"{spec.operator}")
+    tensors = {**arrays, **{k: v for k, v in outputs.items() if not isinstance(v, str)}}
+    return resolve_types(spec.types, tensors)
+
+
+def _typed_model(spec: CaseSpec, arrays: dict[str, Any], outputs: dict[str, Any]) -> str:
+    """The model.sknd of a typed case: the operator's inputs and outputs pass through
+    `nx._as_type` (golden.model.operator_model); a real -> int `nx.cast` saturates."""
+    kinds = [kind_of(v) for v in flatten_packs(arrays).values()]
+    saturate = any(saturates(spec.operator, kinds, kind_of(v)) for v in outputs.values()
+                   if not isinstance(v, str))
+    return operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
+                          spec.generics, case_types(spec, arrays, outputs), saturate)
+
+
+def _typed_target(spec: CaseSpec, target: Any, arrays: dict[str, Any]) -> Any:
+    """What a typed case runs: its typed model, whose output declarations come from one
+    untyped run (the declared dtypes where that run fails)."""
+    try:
+        outputs: dict[str, Any] = api.evaluate(
+            target, inputs=arrays, attributes=spec.attributes, generics=spec.generics,
+            profile=spec.profile, engine="vector").outputs
+    except api.Error:
+        outputs = _output_types(target, arrays)
+    try:
+        text = _typed_model(spec, arrays, outputs)
+    except ValueError as error:
+        raise BuildError(f"no model.sknd can declare this case: {error}") from None
+    return api.load_source(text, path="model.sknd")
+
+
 def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
     """Build one case (and its profile variants) into `suite`; (id, path, case.json sha256)
     of each folder written."""
@@ -477,8 +517,11 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
                              span=_entry_span(spec)) from None
     try:
         target = case_target(spec)
-        computed = compute(target, arrays, attributes=spec.attributes,
-                           generics=spec.generics, profile=spec.profile)
+        runs, attributes, generics = target, spec.attributes, spec.generics
+        if spec.types:  # a typed case runs its typed model (attributes written in it)
+            runs, attributes, generics = _typed_target(spec, target, arrays), {}, ()
+        computed = compute(runs, arrays, attributes=attributes, generics=generics,
+                           profile=spec.profile)
         outcome = _written(spec, arrays, computed, suite, target=target)
     except BuildError as error:
         raise BuildError(f"case {spec.id}: {error.message}", span=_entry_span(spec),
@@ -496,8 +539,8 @@ def build_case(spec: CaseSpec, suite: Path) -> list[tuple[str, str, str]]:
         for profile in api.PROFILES:
             if profile == spec.profile:
                 continue
-            other = compute(target, arrays, attributes=spec.attributes,
-                            generics=spec.generics, profile=profile)
+            other = compute(runs, arrays, attributes=attributes, generics=generics,
+                            profile=profile)
             if _differs(computed, other):
                 variant = replace(spec, id=f"{spec.id}@{profile}", name=f"{spec.name}@{profile}",
                                   profile=profile,
@@ -564,8 +607,9 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
         outputs = computed.outputs if computed.error is None else \
             _output_types(target, arrays)
         try:
-            model = operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
-                                   spec.generics)
+            model = _typed_model(spec, arrays, outputs) if spec.types else \
+                operator_model(spec.id, spec.operator, arrays, outputs, spec.attributes,
+                               spec.generics)
         except ValueError as error:
             raise BuildError(f"no model.sknd can declare this case: {error}") from None
         writer.write("model.sknd", model)
@@ -582,6 +626,8 @@ def _written(spec: CaseSpec, arrays: dict[str, Any], computed: Computed, suite: 
                        for name, entry in _array_entries(arrays).items()},
             "packs": {"inputs": _packs(arrays)},
         }
+        if spec.types:
+            manifest["types"] = case_types(spec, arrays, outputs)
         if views:
             writer.write(layouts.VIEWS_FILE, encode_npz(layouts.buffers(views)))
             for name, view in layouts.manifest_entries(views).items():

@@ -76,9 +76,13 @@ def _attribute(value: Any) -> str:
 
 def operator_model(case_id: str, operator: str, inputs: dict[str, Any],
                    outputs: dict[str, Any], attributes: dict[str, Any],
-                   generics: tuple[str, ...] = ()) -> str:
+                   generics: tuple[str, ...] = (), types: dict[str, str] | None = None,
+                   saturate: bool = False) -> str:
     """The graph text. `inputs`: arrays by name (a pack as a list); `outputs`: arrays by name
-    (a list for a pack), or a dtype name (`"real"`) where the shape is unknown."""
+    (a list for a pack), or a dtype name (`"real"`) where the shape is unknown. `types`: the
+    Nx type of some inputs and outputs (a typed case of the nx module, docs/nx.md "Typed
+    evaluation"): each such input enters the call through `nx.as_type`, each such output
+    leaves it through `nx.as_type` (clamping instead of wrapping with `saturate`)."""
     module = operator.split(".")[0]
     lines = [f"# refinterp golden case {case_id}", f"import {module};", "",
              f"graph {GRAPH_NAME} {{", "    @input {"]
@@ -91,9 +95,35 @@ def operator_model(case_id: str, operator: str, inputs: dict[str, Any],
         call += "<" + ", ".join(generics) + ">"
     if attributes:
         call += "{" + ", ".join(f"{k} = {_attribute(v)}" for k, v in attributes.items()) + "}"
-    call += "(" + ", ".join(inputs) + ")"
+    types = types or {}
+    if types:
+        check_local_names(list(inputs) + list(outputs))
+    lines += [f"        {n}{TYPED} = {_as_type(types[n], n)};" for n in inputs if n in types]
+    call += "(" + ", ".join(n + TYPED if n in types else n for n in inputs) + ")"
     # a packed result states its length (spec §2.10, "must be explicitly denoted")
-    targets = ", ".join(f"{n}..({len(v)})" if isinstance(v, list) else n
-                        for n, v in outputs.items())
-    lines += [f"        {targets} = {call};", "    }", "}", ""]
+    targets = ", ".join(f"{n}..({len(v)})" if isinstance(v, list) else
+                        n + EXACT if n in types else n for n, v in outputs.items())
+    lines.append(f"        {targets} = {call};")
+    lines += [f"        {n} = {_as_type(types[n], n + EXACT, saturate)};"
+              for n in outputs if n in types]
+    lines += ["    }", "}", ""]
     return "\n".join(lines)
+
+
+def _as_type(type_name: str, argument: str, saturate: bool = False) -> str:
+    """The invocation restricting `argument` to the Nx type `type_name` (docs/nx.md)."""
+    flag = ", saturate = true" if saturate else ""
+    return f"nx.as_type{{type = '{type_name}'{flag}}}({argument})"
+
+
+# the suffixes of a typed case's local names: an input restricted to its type, an output
+# before its restriction (golden names never end so: check_local_names)
+TYPED, EXACT = "_typed", "_exact"
+
+
+def check_local_names(names: list[str]) -> None:
+    """A typed model's local names must not be those of its inputs or outputs."""
+    clash = [n for n in names if n.endswith((TYPED, EXACT))]
+    if clash:
+        raise ValueError(f"the names {clash} end in {TYPED} or {EXACT}, the local names of a "
+                         f"typed case's model")

@@ -28,6 +28,7 @@ from refinterp.core.files import read_source, safe_component
 from refinterp.core.source import SourceFile, Span
 from refinterp.golden.layouts import KINDS as LAYOUT_KINDS
 from refinterp.golden.tolerance import CLASSES
+from refinterp.numeric.nx_types import TYPES as NX_TYPES, resolve_types, to_type
 from refinterp.numeric.representation import MAX_TENSOR_SIZE, check_tensor_size
 
 DTYPES = ("real", "int", "bool")
@@ -133,11 +134,18 @@ class CaseSpec:
     # `operator` is then "<the file's stem>.<op>"
     file: str | None = None
     search_path: tuple[str, ...] = ()     # absolute folders for the file's (or model's) imports
+    # the Nx types of a typed case of the nx module (docs/nx.md "Typed evaluation"): by
+    # tensor name, the key "" for every int / real tensor of the type's kind not named
+    types: dict[str, str] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, Any]:
-        """The input arrays (a pack as a list), in declaration order."""
-        return {name: [s.make() for s in spec] if isinstance(spec, list) else spec.make()
-                for name, spec in self.inputs.items()}
+        """The input arrays (a pack as a list), in declaration order; a typed input holds
+        values of its type (nx_types.to_type)."""
+        arrays = {name: [s.make() for s in spec] if isinstance(spec, list) else spec.make()
+                  for name, spec in self.inputs.items()}
+        for name, type_name in resolve_types(self.types, arrays).items():
+            arrays[name] = to_type(arrays[name], type_name)
+        return arrays
 
 
 def _array(values: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -321,7 +329,7 @@ class _Reader:
     # ---------------------------------------------------------------- single cases
 
     CASE_KEYS = {"op", "name", "inputs", "attributes", "generics", "profile", "error",
-                 "class", "reason", "domain", "model", "layouts", "file", "path"}
+                 "class", "reason", "domain", "model", "layouts", "file", "path", "types"}
 
     def case(self, entry: dict[str, Any], where: str) -> CaseSpec:
         unknown = set(entry) - self.CASE_KEYS
@@ -373,7 +381,32 @@ class _Reader:
                         entry.get("reason"), str(self.path), model,
                         derived_seed(case_id, "params"), _entry_of(where),
                         self.layouts(entry.get("layouts", False), where),
-                        None if source is None else str(source), search)
+                        None if source is None else str(source), search,
+                        self.types(entry.get("types", {}), module, inputs, where))
+
+    def types(self, value: Any, module: str, inputs: dict[str, Any],
+              where: str) -> dict[str, str]:
+        """`types = { a = "s8", out = "s8" }` (by tensor name) or `types = "f16"` (every int
+        or real tensor of the type's kind): a typed case of the nx module; each type one of
+        nx_types.TYPES, of the kind of the input it names."""
+        if isinstance(value, str):
+            value = {"": value}
+        if not isinstance(value, dict) or not all(isinstance(t, str) for t in value.values()):
+            raise self.fail(where, f"types must be a table of tensor = \"<Nx type>\" or one "
+                                   f"type name; got {value!r}")
+        if value and module != "nx":
+            raise self.fail(where, "types apply to cases of the nx module (Nx's types)")
+        for name, type_name in value.items():
+            if type_name not in NX_TYPES:
+                raise self.fail(where, f"types: '{type_name}' is none of "
+                                       f"{', '.join(NX_TYPES)}")
+            spec = inputs.get(name)
+            if isinstance(spec, list):
+                raise self.fail(where, f"types: '{name}' is a pack (packs are not typed)")
+            if spec is not None and spec.dtype != NX_TYPES[type_name].kind:
+                raise self.fail(where, f"types: {spec.dtype} input '{name}' cannot have the "
+                                       f"type {type_name}")
+        return dict(value)
 
     def layouts(self, value: Any, where: str) -> tuple[str, ...]:
         """`layouts = true` (every kind), false, or a list of kinds, in KINDS order."""

@@ -324,6 +324,14 @@ HARNESS_OUTCOMES = {
     "nx.div/int_by_zero": ("fail", "accepted-invalid"),
     "nx.shrink/stop_beyond": ("fail", "accepted-invalid"),
     "nx.scatter/unknown_mode": ("skip", None),
+    # typed cases (docs/nx.md "Typed evaluation"): run in their Nx types
+    "nx.add/s8_wraps": ("pass", None),
+    "nx.scan_sum/u8_wraps": ("pass", None),
+    "nx.cast/f32_to_s8_saturates": ("pass", None),
+    "nx.exp/f16_overflow": ("pass", None),
+    "nx.matmul/bf16": ("pass", None),
+    "nx.mul/bf16_subnormals": ("fail", "mismatch"),          # XLA flushes them to zero
+    "nx.cast/f64_to_bf16_rounds": ("fail", "mismatch"),      # XLA rounds through float32
 }
 
 
@@ -342,6 +350,31 @@ def test_jit_backend_rejects_the_slice_eager_dispatch_clamps():
                   {"kernel_size": [2, 2], "stride": [1, 1], "dilation": [1, 1],
                    "padding": [0, 0, 0, 0]}, backend=JaxJitBackend)["out"]
     np.testing.assert_array_equal(out[1], [[6.0, 7.0], [7.0, 8.0], [9.0, 10.0], [10.0, 11.0]])
+
+
+def test_typed_cases_reach_jax_in_their_types():
+    case = load_case(module_suite("nx") / "nx.add/s8_wraps")
+    out = JaxBackend().prepare(case).run(case.inputs)["out"]
+    assert out.dtype == np.int8 and out.tolist() == [-56, 56, -128, 127]
+    case = load_case(module_suite("nx") / "nx.add/bf16_random")
+    assert str(JaxBackend().prepare(case).run(case.inputs)["out"].dtype) == "bfloat16"
+
+
+def test_diff_xla_bfloat16_has_no_subnormals_and_rounds_float64_through_float32():
+    """XLA (CPU) flushes bfloat16 subnormals to zero and converts float64 -> bfloat16 via
+    float32; the nx module's bfloat16 keeps subnormals and rounds once (docs/nx.md)."""
+    tiny = {"a": np.array([2.0 ** -70]), "b": np.array([2.0 ** -60])}  # 2^-130: subnormal
+    types = {"a": "bf16", "b": "bf16", "out": "bf16"}
+    case = Case("unit/nx.mul", Path("."), {"operator": "nx.mul", "attributes": {},
+                                          "generics": [], "types": types})
+    assert float(JaxBackend().prepare(case).run(tiny)["out"][0]) == 0.0
+    assert api.evaluate("nx.mul", inputs=tiny, nx_types=types).outputs["out"][0] == 2.0 ** -130
+    x = {"x": np.array([1 + 2.0 ** -8 + 2.0 ** -52])}  # just above a bfloat16 tie
+    case = Case("unit/nx.cast", Path("."), {"operator": "nx.cast", "attributes": {},
+                                           "generics": ["real"], "types": {"out": "bf16"}})
+    assert float(JaxBackend().prepare(case).run(x)["out"][0]) == 1.0
+    assert api.evaluate("nx.cast", inputs=x, generics=("real",), nx_types={"out": "bf16"}
+                        ).outputs["out"][0] == 1 + 2.0 ** -7
 
 
 def test_layout_variants_reach_jax_as_strided_views():

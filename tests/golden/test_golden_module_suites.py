@@ -20,7 +20,7 @@ from testsupport.module_suites import (MODULE_SUITES, frozen_manifest_sha256, mo
                                       tables)
 
 MODULES = list(MODULE_SUITES)
-MAX_BLOCK_BYTES = 16 * 10**6  # on disk, whole 4 KiB blocks
+MAX_BLOCK_BYTES = 20 * 10**6  # on disk, whole 4 KiB blocks
 
 
 def suite(module: str) -> Path:
@@ -88,7 +88,8 @@ def test_nx_integer_division_truncates_and_remainder_takes_the_dividend_sign() -
             outputs = dict(np.load(folder / "outputs.npz"))
             a, b = (inputs[k] for k in sorted(inputs))
             (out,) = outputs.values()
-            if out.dtype.kind != "i":
+            typed = "types" in json.loads((folder / "case.json").read_text())
+            if out.dtype.kind != "i" or typed:  # a typed case wraps (docs/nx.md)
                 continue
             want = expected(a.astype(np.float64), b.astype(np.float64))
             assert np.array_equal(out, want.astype(np.int64)), folder.name

@@ -364,6 +364,26 @@ def test_associative_scan_is_inclusive(rng, op, reference):
          reference(with_nan))
 
 
+@pytest.mark.parametrize("name, reference", [("sum", np.cumsum), ("prod", np.cumprod),
+                                             ("max", np.maximum.accumulate),
+                                             ("min", np.minimum.accumulate)])
+def test_scan_primitives_are_the_inclusive_scans(rng, name, reference):
+    x = rng.uniform(-2, 2, (3, 4))
+    out = run(f"nx.scan_{name}", {"x": x}, {"axis": 1})["out"]
+    np.testing.assert_allclose(out, reference(x, axis=1), rtol=1e-14)
+    with pytest.raises(Diagnostic, match="'axis' must be non-negative"):
+        run(f"nx.scan_{name}", {"x": x}, {"axis": 2})
+
+
+def test_scatter_primitives_set_last_and_add_all():
+    inputs = {"template": np.zeros(3), "indices": np.array([2, 2, 0]),
+              "updates": np.array([1.0, 5.0, 7.0])}
+    same(run("nx.scatter_set", inputs, {"axis": 0})["out"], np.array([7.0, 0.0, 5.0]))
+    same(run("nx.scatter_add", inputs, {"axis": 0})["out"], np.array([7.0, 0.0, 6.0]))
+    with pytest.raises(Diagnostic, match="indices must have the rank of template"):
+        run("nx.scatter_add", {**inputs, "template": np.zeros((3, 1))}, {"axis": 0})
+
+
 def test_associative_scan_rejects_an_unknown_op():
     with pytest.raises(Diagnostic, match="'op' must be one of"):
         run("nx.associative_scan", {"x": np.zeros(3)}, {"axis": 0, "op": "Mean"})

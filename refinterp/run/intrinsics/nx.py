@@ -14,6 +14,7 @@ import numpy as np
 
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.instance import OperatorInstance
+from refinterp.numeric import nx_types
 from refinterp.run.intrinsics import intrinsic
 
 # ----------------------------------------------------------------------------- helpers
@@ -352,3 +353,20 @@ def triangular_solve(instance: OperatorInstance, inputs: dict[str, Any]) -> dict
             partial = np.einsum("...j,...jk->...k", matrix[..., i, done], x[..., done, :])
             x[..., i, :] = (b[..., i, :] - partial) / matrix[..., i, i][..., None]
     return {"x": x}
+
+
+# ----------------------------------------------------------------------------- typed evaluation
+
+
+@intrinsic("nx.as_type")
+def as_type(instance: OperatorInstance, inputs: dict[str, Any]) -> dict[str, Any]:
+    """x restricted to the Nx type `type` (refinterp.numeric.nx_types.to_type): an int
+    wrapped to the width (or clamped with `saturate`), a real rounded to the format (nearest,
+    ties to even); an int given a real type or the reverse is a diagnostic."""
+    x = np.asarray(inputs["x"])
+    name = instance.symbols["type"]
+    kind = "real" if x.dtype.kind == "f" else "int"
+    if nx_types.TYPES[name].kind != kind:
+        raise _fail(instance, f"x is {kind}, and the type '{name}' is for "
+                              f"{nx_types.TYPES[name].kind}s")
+    return {"out": nx_types.to_type(x, name, saturate=bool(instance.symbols["saturate"]))}

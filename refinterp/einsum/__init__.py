@@ -11,13 +11,20 @@ accumulating update over the product space of all axes. A `%cd`-like one-liner
 mapping and where it differs from OCANNL.
 
 Operand arrays are laid out as OCANNL lays out tensors: batch axes, then output axes, then
-input axes. Malformed specs are `Diagnostic`s (E0100) with a caret under the spec text.
+input axes; their element type (real, int, bool) is NumPy's promotion of the operands'.
+Malformed specs are `Diagnostic`s (E0100) with a caret under the spec text.
+
+The package's other modules: `broadcast` (an operator specialised to arrays that broadcast),
+`ocannl_cd` (`%cd` blocks: several assignments, `.grad`/`.merge` nodes, `~~`, `*+`/`++`) and
+`ocannl_ndarray` (OCANNL's array literals).
+
+May import: `refinterp.api` and the rings below it (core for diagnostics and source spans).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from refinterp.core.diagnostics import Diagnostic
@@ -122,6 +129,62 @@ ACCUMULATORS_BY_OP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**
                       "max": "@^", "min": "^^", "snd": ""}
 
 
+# ----------------------------------------------------------------------------- element types
+
+DTYPES = ("real", "int", "bool")
+# operations and accumulations over ints: those whose interpret function stays in the integers
+INT_OPERATIONS = {"id", "relu", "sat01", "neg", "not", "fst", "snd", "add", "sub", "mul",
+                  "relu_gate", "sat01_gate", "max", "min", "mod_", "lt", "eq", "or_", "and_",
+                  "where", "fma"}
+INT_NEUTRAL = {"add": "0", "sub": "0", "mul": "1", "relu_gate": "1", "or_": "0", "and_": "1",
+               "snd": "0", "max": "-9223372036854775808", "min": "9223372036854775807"}
+# over bools, as NumPy computes them: `*` is `&&` and `+` is `||` (np.einsum on bool arrays)
+BOOL_FORMULAS: dict[str, Formula] = {
+    "id": lambda x: x, "fst": lambda x, y: x, "snd": lambda x, y: y,
+    "not": lambda x: f"!{x}", "eq": lambda x, y: f"({x} == {y})",
+    "mul": lambda x, y: f"({x} && {y})", "and_": lambda x, y: f"({x} && {y})",
+    "min": lambda x, y: f"({x} && {y})", "add": lambda x, y: f"({x} || {y})",
+    "or_": lambda x, y: f"({x} || {y})", "max": lambda x, y: f"({x} || {y})"}
+BOOL_NEUTRAL = {"add": "false", "or_": "false", "max": "false", "snd": "false",
+                "mul": "true", "and_": "true", "min": "true"}
+
+
+def typed_formula(operation: Operation, dtype: str) -> Formula:
+    """The formula of `operation` over elements of `dtype`; an operation that has none there
+    (`exp` over ints, `sub` over bools) is E0901."""
+    if dtype == "real":
+        return operation.formula
+    if dtype == "bool" and operation.name in BOOL_FORMULAS:
+        return BOOL_FORMULAS[operation.name]
+    if dtype == "int" and operation.name in INT_OPERATIONS:
+        return lambda *args: re.sub(r"(?<![\w.])(\d+)\.0(?![\d.])", r"\1",
+                                    operation.formula(*args))
+    allowed = BOOL_FORMULAS if dtype == "bool" else INT_OPERATIONS
+    raise Diagnostic(f"'{operation.name}' has no {dtype} form", code=OPTION_ERROR,
+                     notes=[f"over {dtype}s: " + ", ".join(sorted(allowed))])
+
+
+def typed_neutral(accumulation: Accumulation, dtype: str) -> str:
+    """The neutral element of `accumulation` as a literal of `dtype` (E0901 if it has none)."""
+    table = {"real": NEUTRAL, "int": INT_NEUTRAL, "bool": BOOL_NEUTRAL}[dtype]
+    if accumulation.op not in table:
+        raise Diagnostic(f"the accumulation '{accumulation.spelling}' has no {dtype} form",
+                         code=OPTION_ERROR,
+                         notes=[f"over {dtype}s: " + ", ".join(sorted(table))])
+    return table[accumulation.op]
+
+
+def dtype_of(arrays: list) -> str:
+    """The element type NumPy's promotion gives `arrays`: real if any is floating, else int if
+    any is an integer, else bool (none given: real)."""
+    import numpy as np
+
+    kinds = {np.asarray(a).dtype.kind for a in arrays}
+    if not kinds or kinds - {"b", "i", "u"}:
+        return "real"
+    return "int" if kinds & {"i", "u"} else "bool"
+
+
 def parse_accumulation(text: str) -> Accumulation:
     """`=+`, `=:+`, `=:` ... as an Accumulation; an unknown spelling is E0901."""
     body = text.strip()
@@ -156,11 +219,14 @@ def parse_operation(text: str) -> Operation:
 @dataclass(frozen=True)
 class Axis:
     """One array axis of an operand: a variable (`name`), a fixed index, a placeholder `_`
-    (a fresh variable of its own) or a row variable (`row`, any number of axes)."""
+    (a fresh variable of its own), a row variable (`row`, any number of axes) or an axis of
+    extent 1 that broadcasts (`one`, read at 0; refinterp/einsum/broadcast.py)."""
 
-    kind: str  # "var" | "fixed" | "skip" | "row"
-    name: str = ""
-    index: int = 0
+    kind: str  # "var" | "fixed" | "skip" | "row" | "one" | "conv"
+    name: str = ""  # a conv axis: the output variable
+    index: int = 0  # a conv axis: the stride
+    kernel: str = ""  # a conv axis: the kernel variable ("" for an offset or none)
+    dilation: int = 0  # a conv axis: the kernel's dilation, or the offset when no kernel
     start: int = 0  # the position in the spec text, for diagnostics
     end: int = 0
 
@@ -253,8 +319,11 @@ def _numpy_operand(source: SourceFile, start: int, end: int) -> Operand:
 
 _OCANNL_TOKEN = re.compile(r"\s+|=>|->|\.\.\.|\.\.|[|;,_]|\d+|[A-Za-z][A-Za-z0-9_]*|.",
                            re.DOTALL)
-_UNSUPPORTED = {"+": "convolution axes", "*": "strided axes", "^": "axis concatenation",
-                "&": "'&'", "<": "convolution axes", "=": "convolution axes"}
+_UNSUPPORTED = {"^": "axis concatenation", "&": "'&'", "<": "convolution axes with '<'",
+                "=": "convolution axes with '='"}
+# OCANNL's conv_expr: [stride*]output[+[dilation*]kernel | +offset]
+_CONV = re.compile(r"^(?:(?P<stride>\d+)\*)?(?P<out>[A-Za-z]\w*)"
+                   r"(?:\+(?:(?:(?P<dilation>\d+)\*)?(?P<kernel>[A-Za-z]\w*|_)|(?P<offset>\d+)))?$")
 
 
 def _parse_ocannl(source: SourceFile) -> Spec:
@@ -276,7 +345,8 @@ def _parse_ocannl(source: SourceFile) -> Spec:
                 tokens.append((part.group(), match.start() + part.start(),
                                match.start() + part.end()))
             continue
-        if token not in ("=>", "->", "...", "..", "|", ";", ",", "_") and not token.isdigit() \
+        if token not in ("=>", "->", "...", "..", "|", ";", ",", "_", "+", "*") \
+                and not token.isdigit() \
                 and not token[0].isalpha():
             raise _error(source, match.start(), match.end(),
                          f"unexpected '{token}' in an OCANNL einsum spec")
@@ -342,6 +412,14 @@ def _ocannl_row(source: SourceFile, tokens: list[tuple[str, int, int]], kind: st
             continue
         if multichar and not expect_item and token != "..":
             raise _error(source, start, end, "',' expected between axes in multichar mode")
+        run = 0
+        while index + run < len(tokens) and tokens[index + run][0] not in (",", "..", "..."):
+            run += 1
+        if any(t[0] in "+*" for t in tokens[index:index + run]):
+            axes.append(_conv_axis(source, tokens[index:index + run]))
+            expect_item = False
+            index += run
+            continue
         if token == "...":
             axes.append(Axis("row", kind, start=start, end=end))
         elif token == "..":
@@ -365,6 +443,23 @@ def _ocannl_row(source: SourceFile, tokens: list[tuple[str, int, int]], kind: st
     if len(row_vars) > 1:
         raise _error(source, row_vars[1].start, row_vars[1].end, "a second row variable in one row")
     return axes
+
+
+def _conv_axis(source: SourceFile, tokens: list[tuple[str, int, int]]) -> Axis:
+    """A convolution axis `[stride*]output[+[dilation*]kernel]` or `[stride*]output+offset`."""
+    start, end = tokens[0][1], tokens[-1][2]
+    match = _CONV.match("".join(t[0] for t in tokens))
+    if match is None:
+        raise _error(source, start, end, "a convolution axis is [stride*]output"
+                     "[+[dilation*]kernel] or [stride*]output+offset")
+    stride = int(match["stride"] or 1)
+    if match["offset"] is not None:
+        return Axis("conv", match["out"], stride, "", int(match["offset"]), start, end)
+    kernel = match["kernel"] or ""
+    dilation = int(match["dilation"] or 1) if kernel else 0
+    if kernel == "_":  # OCANNL's `_offset_only`: the dilation is the offset
+        kernel, dilation = "", int(match["dilation"] or 1)
+    return Axis("conv", match["out"], stride, kernel, dilation, start, end)
 
 
 def logic_spec(logic: str, operands: int) -> str:
@@ -393,6 +488,7 @@ class Einsum:
     accumulation: Accumulation = field(default_factory=lambda: Accumulation("add", True))
     operation: Operation | None = None
     operator: str = "einsum"
+    dtype: str = "real"  # the element type of every operand and the result (DTYPES)
 
     def __post_init__(self) -> None:
         if self.operation is None:
@@ -463,14 +559,43 @@ class _Generator:
         self.ranked = einsum.row_ranks()
         self.declared: dict[int, list[str]] = {}  # id of an operand -> its declared extents
         self.skip_bounds: list[str] = []
+        # a conv output variable that no operand has as an axis: its extent by the conv rule
+        self.conv_extents: dict[str, str] = {}
+        self.direct = {a.name for o in einsum._sources() for a in o.axes if a.kind == "var"}
         self._check()
+
+    def _conv_extent(self, axis: Axis, extent: str) -> str:
+        """The output extent of a valid (unpadded) convolution axis over an input axis of
+        `extent`: the positions where the whole (dilated) kernel window fits."""
+        if axis.kernel:
+            reach = f"(n_{_ident(axis.kernel)} - 1)"
+            reach = f"{axis.dilation} * {reach}" if axis.dilation != 1 else reach
+        else:
+            reach = str(axis.dilation)
+        size = f"{extent} - {reach} - 1" if reach != "0" else f"{extent} - 1"
+        return f"({size}) / {axis.index} + 1" if axis.index != 1 else f"({size} + 1)"
+
+    def extent_of(self, name: str) -> str:
+        """The extent of axis variable `name`: its symbol, or its convolution's rule."""
+        if name not in self.direct and name in self.conv_extents:
+            return self.conv_extents[name]
+        return f"n_{_ident(name)}"
 
     def _check(self) -> None:
         spec, source = self.spec, self.spec.source
         known_vars = {a.name for o in self.e._sources() for a in o.axes if a.kind == "var"}
         known_rows = {a.name for o in self.e._sources() for a in o.axes if a.kind == "row"}
+        for axis in (a for o in spec.operands for a in o.axes if a.kind == "conv"):
+            if axis.kernel and axis.kernel not in known_vars:
+                raise _error(source, axis.start, axis.end,
+                             f"the kernel axis '{axis.kernel}' of this convolution has no "
+                             f"extent", ["the kernel variable must be an axis of an operand"])
+        known_vars |= {a.name for o in spec.operands for a in o.axes if a.kind == "conv"}
         seen: set[str] = set()
         for axis in spec.result.axes:
+            if axis.kind == "conv":
+                raise _error(source, axis.start, axis.end,
+                             "strided and convolution axes are not supported in the result")
             if axis.kind in ("var", "row"):
                 key = axis.kind + axis.name
                 if key in seen:
@@ -513,6 +638,12 @@ class _Generator:
             elif axis.kind == "row":
                 length = f"..({_ident(axis.name)}_rank)" if axis.name in self.ranked else ".."
                 parts.append(f"r_{_ident(axis.name)}{length}")
+            elif axis.kind == "one":
+                parts.append("1")
+            elif axis.kind == "conv":
+                self.fresh += 1
+                parts.append(f"e{self.fresh}")
+                self.conv_extents.setdefault(axis.name, self._conv_extent(axis, f"e{self.fresh}"))
             else:
                 self.fresh += 1
                 parts.append(f"e{self.fresh}")
@@ -530,7 +661,7 @@ class _Generator:
         parts = []
         for axis in self.spec.result.axes:
             if axis.kind == "var":
-                parts.append(f"n_{_ident(axis.name)}")
+                parts.append(self.extent_of(axis.name))
             elif axis.kind == "row":
                 parts.append(f"r_{_ident(axis.name)}..")
             else:  # a fixed index of a fresh result: the smallest extent holding it
@@ -544,13 +675,26 @@ class _Generator:
                 parts.append(f"i_{_ident(axis.name)}")
             elif axis.kind == "row":
                 parts.append(f"ri_{_ident(axis.name)}..")
-            elif axis.kind == "fixed":
+            elif axis.kind in ("fixed", "one"):
                 parts.append(str(axis.index))
+            elif axis.kind == "conv":
+                parts.append(self._conv_index(axis))
             else:
                 parts.append(self.skip_index(axis))
         if len(parts) == 1 and not parts[0].endswith(".."):
             return f"{name}[{parts[0]},]"  # a rank-1 tensor access (spec §2.4)
         return f"{name}[{', '.join(parts)}]"
+
+    @staticmethod
+    def _conv_index(axis: Axis) -> str:
+        terms = [f"{axis.index} * i_{_ident(axis.name)}" if axis.index != 1
+                 else f"i_{_ident(axis.name)}"]
+        if axis.kernel:
+            terms.append(f"{axis.dilation} * i_{_ident(axis.kernel)}" if axis.dilation != 1
+                         else f"i_{_ident(axis.kernel)}")
+        elif axis.dilation:
+            terms.append(str(axis.dilation))
+        return " + ".join(terms)
 
     def bounds(self) -> list[str]:
         """Index bounds of the update: the result's variables first, then the others in the
@@ -559,10 +703,13 @@ class _Generator:
         seen: set[str] = set()
         for operand in [self.spec.result] + self.spec.operands:
             for axis in operand.axes:
-                if axis.kind == "var" and "v" + axis.name not in seen:
-                    seen.add("v" + axis.name)
-                    bounds.append(f"i_{_ident(axis.name)} < n_{_ident(axis.name)}")
-                elif axis.kind == "row" and "r" + axis.name not in seen:
+                names = [axis.name] if axis.kind == "var" else \
+                    [n for n in (axis.name, axis.kernel) if n] if axis.kind == "conv" else []
+                for name in names:
+                    if "v" + name not in seen:
+                        seen.add("v" + name)
+                        bounds.append(f"i_{_ident(name)} < {self.extent_of(name)}")
+                if axis.kind == "row" and "r" + axis.name not in seen:
                     seen.add("r" + axis.name)
                     bounds.append(f"ri_{_ident(axis.name)} < r_{_ident(axis.name)}")
         return bounds + self.skip_bounds
@@ -577,38 +724,42 @@ class _Generator:
             lines += ["    }"]
         lines.append("    @input {")
         for name, operand in zip(e.names, spec.operands):
-            lines.append(f"        {name}: real[{', '.join(self.extents(operand))}];")
+            lines.append(f"        {name}: {e.dtype}[{', '.join(self.extents(operand))}];")
         reads_old = e.reads_old()
         if reads_old:
-            lines.append(f"        {e.old_name}: real[{', '.join(self.result_extents())}];")
+            lines.append(f"        {e.old_name}: {e.dtype}[{', '.join(self.result_extents())}];")
         lines += ["    }", "    @output {"]
         out_extents = ", ".join(self.result_extents())
-        lines += [f"        {e.result}: real[{out_extents}];", "    }", "    @lower {"]
+        lines += [f"        {e.result}: {e.dtype}[{out_extents}];", "    }", "    @lower {"]
         # initialisation: every cell of the result
         rank = len(spec.result.axes)
         init_index = [f"c{k}" for k in range(rank)]
         init_access = self._init_access(init_index)
         init_value = f"{e.old_name}{init_access[len(e.result):]}" if reads_old \
-            else e.accumulation.neutral
+            else typed_neutral(e.accumulation, e.dtype)
         init_bounds = self._init_bounds(init_index)
         lines.append(f"        {init_access} = {init_value}" +
                      "".join(f",\n            {b}" for b in init_bounds) + ";")
         # the update over the product space
         target = self.access(e.result, spec.result)
         values = [self.access(n, o) for n, o in zip(e.names, spec.operands)]
-        if e.operation.arity == 2 and len(values) > 2:  # NumPy's n-ary product
-            value = "(" + " * ".join(values) + ")"
+        formula = typed_formula(e.operation, e.dtype)
+        if e.operation.arity == 2 and len(values) > 2 and e.dtype != "bool":
+            value = "(" + " * ".join(values) + ")"  # NumPy's n-ary product
+        elif e.operation.arity == 2 and len(values) > 2:
+            value = "(" + " && ".join(values) + ")"
         else:
-            value = e.operation.formula(*values)
+            value = formula(*values)
         accumulate = e.accumulation.op
-        if accumulate == "add":
+        if accumulate == "add" and e.dtype != "bool":
             update = f"{target} += {value}"
-        elif accumulate == "mul":
+        elif accumulate == "mul" and e.dtype != "bool":
             update = f"{target} *= {value}"
         elif accumulate == "snd":
             update = f"{target} := {value}"
         else:
-            update = f"{target} := {OPERATIONS[accumulate].formula(target, value)}"
+            combine = typed_formula(OPERATIONS[accumulate], e.dtype)
+            update = f"{target} := {combine(target, value)}"
         lines.append(f"        {update}" + "".join(f",\n            {b}" for b in self.bounds())
                      + ";")
         lines += ["    }", "}"]
@@ -746,21 +897,60 @@ def infer_ranks(einsum: Einsum, shapes: dict[str, tuple[int, ...]],
             if len(unknown) == 1:
                 known[unknown[0]] = free - sum(known[r] for r in rows if r in known)
                 changed = True
+            elif len(unknown) > 1 and _split_is_free(einsum, operand, unknown):
+                # the split of these axes among the row variables changes nothing: all to
+                # the first
+                rest = free - sum(known[r] for r in rows if r in known)
+                known.update({r: (rest if k == 0 else 0) for k, r in enumerate(unknown)})
+                changed = True
     ranked = einsum.row_ranks()
     return {f"{_ident(v)}_rank": n for v, n in known.items() if v in ranked and n >= 0}
+
+
+def _split_is_free(einsum: Einsum, operand: Operand, unknown: list[str]) -> bool:
+    """Whether any split of an operand's axes among its row variables `unknown` gives the same
+    result: each of them appears in no other operand nor the result, and they stand side by
+    side in the operand (as in `...|...->... => 0`, which sums every axis)."""
+    others = [o for o in einsum.spec.operands if o is not operand] + [einsum.spec.result]
+    if any(r in o.rows for o in others for r in unknown):
+        return False
+    places = [k for k, a in enumerate(operand.axes) if a.kind == "row" and a.name in unknown]
+    return places == list(range(places[0], places[0] + len(places)))
+
+
+def prepare(einsum: Einsum, inputs: dict,
+            attributes: dict | None = None) -> tuple[Einsum, dict, dict]:
+    """The einsum, inputs and attributes to run on these arrays: the element type NumPy's
+    promotion gives the operands (arrays of another kind converted), the rank attributes the
+    shapes determine, and — where the shapes need broadcasting — the operator specialised to
+    them (refinterp/einsum/broadcast.py; then it has no rank attributes)."""
+    import numpy as np
+
+    from refinterp.einsum.broadcast import specialise
+
+    sources = list(einsum.names) + ([einsum.old_name] if einsum.reads_old() else [])
+    dtype = dtype_of([inputs[n] for n in sources if n in inputs])
+    numpy_type = {"real": np.float64, "int": np.int64, "bool": np.bool_}[dtype]
+    arrays = {k: np.asarray(v).astype(numpy_type, copy=False) for k, v in inputs.items()}
+    if dtype != einsum.dtype:
+        einsum = replace(einsum, dtype=dtype)
+    shapes = {k: np.shape(v) for k, v in arrays.items()}
+    given = dict(infer_ranks(einsum, shapes, attributes))
+    given.update(attributes or {})
+    special = specialise(einsum, shapes, given)
+    if special is not None:
+        ranks = {f"{_ident(v)}_rank" for v in einsum.row_ranks()}
+        return special, arrays, {k: v for k, v in given.items() if k not in ranks}
+    return einsum, arrays, given
 
 
 def evaluate(einsum: Einsum, inputs: dict, attributes: dict | None = None, **options: object):
     """Run the operator of `einsum` on input arrays by name (`refinterp.api.evaluate`'s
     options pass through); rank attributes not given are inferred from the arrays."""
-    import numpy as np
-
     from refinterp import api
 
+    einsum, inputs, given = prepare(einsum, inputs, attributes)
     program = api.load_source(einsum.to_sknd(), path=f"<einsum {einsum.operator}>")
-    shapes = {k: np.shape(v) for k, v in inputs.items()}
-    given = dict(infer_ranks(einsum, shapes, attributes))
-    given.update(attributes or {})
     try:
         return api.evaluate(program, op=einsum.operator, inputs=inputs, attributes=given,
                             **options)
@@ -776,14 +966,13 @@ def evaluate(einsum: Einsum, inputs: dict, attributes: dict | None = None, **opt
 def model_text(einsum: Einsum, shapes: dict[str, tuple[int, ...]],
                attributes: dict[str, int] | None = None, graph: str = "G") -> str:
     """The operator of `einsum` followed by a graph invoking it on inputs of fixed `shapes`
-    (a model file, e.g. for a golden model case); rank attributes are inferred from the
-    shapes unless given."""
+    (a model file, e.g. for a golden model case) of reals; rank attributes are inferred from
+    the shapes unless given, and shapes that need broadcasting specialise the operator."""
     import numpy as np
 
     from refinterp import api
 
-    given = dict(infer_ranks(einsum, shapes, attributes))
-    given.update(attributes or {})
+    einsum, _, given = prepare(einsum, {n: np.zeros(shapes[n]) for n in shapes}, attributes)
     inputs = list(einsum.names) + ([einsum.old_name] if einsum.reads_old() else [])
     program = api.load_source(einsum.to_sknd(), path=f"<einsum {einsum.operator}>")
     found = api.shapes(program, op=einsum.operator, attributes=given,
