@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -52,6 +52,8 @@ from refinterp.run.locate import declaration_span
 from refinterp.core.cache import BoundedCache
 from refinterp.core.diagnostics import (ArgumentDiagnostic, Diagnostic, SelectionDiagnostic,
                                         did_you_mean)
+from refinterp.language.symbolic_inputs import dynamic_extents, symbolic_input_types
+from refinterp.numeric.symbolic import Undecided
 from refinterp.language.instance import (Invocation, TensorType, describe_type, fixed_input_types,
                                          instantiate)
 from refinterp.lower.engines import DEFAULT_ENGINE, ENGINE_ALIASES, ENGINE_NAMES, make_engine
@@ -488,6 +490,22 @@ class Shapes:
     stopped: str | None = None
     variables: dict[str, TensorType] = field(default_factory=dict)
     quantization: list[Any] = field(default_factory=list)  # with quant=True: QuantEntry list
+    # checked without values: every tensor a @compose block binds, by scoped name (symbolic
+    # extents as `numeric.symbolic.SymInt`), and the checks left to a run with values, each
+    # (what must hold, why it is open, span), once each
+    tensors: dict[str, TensorType | tuple] = field(default_factory=dict)
+    runtime_checks: list[tuple[str, str, Any]] = field(default_factory=list)
+
+    def extent_symbols(self) -> list[Any]:
+        """The symbols (`numeric.symbolic.Symbol`: name and bounds) the outputs' and bound
+        symbols' values depend on, by name."""
+        from refinterp.numeric.symbolic import symbols_of
+
+        values = [*self.symbols.values(), *(e for info in self.outputs.values()
+                                            for item in (info if isinstance(info, tuple)
+                                                         else (info,))
+                                            for e in (item.shape or ()))]
+        return symbols_of(tuple(values))
 
 
 def shapes(target: Target | Program | str | Path, *, op: str | None = None,
@@ -518,18 +536,30 @@ def _check(target: Target, values: dict[str, Value], inputs: Mapping[str, Any],
     given = _input_types(inputs, limits)
     for name, info in fixed_input_types(definition, values, active).items():
         given.setdefault(name, info)
+    given.update(symbolic_input_types(definition, values, given, active))
     invocation = Invocation(values, given, tuple(generics), active,
                             max_pack_length=limits.max_pack_length,
                             max_tensor_size=limits.max_tensor_size)
-    instance = instantiate(definition, invocation)
+    try:
+        instance = instantiate(definition, invocation)
+    except Undecided as why:
+        raise _undecided(why, definition) from None
     limits.check_instance(instance, sizes=False)
     result = Shapes(dict(instance.outputs), dict(instance.symbols))
+    result.runtime_checks = _once(instance.deferred)
     if quant:
         from refinterp.run.quantize import quantization
         result.quantization = quantization(instance, module, active)
     if definition.block("compose") is None:
         return result
-    executor = Executor(program.loaded, active, abstract=True, limits=limits, work=work)
+    tensors: dict[str, Any] = {}
+
+    def observe(name: str, value: Any) -> None:
+        if value is not NULL:  # (an absent optional value binds nothing)
+            tensors[name] = tensor_type(value)
+
+    executor = Executor(program.loaded, active, abstract=True, limits=limits, work=work,
+                        hooks=Hooks(observe=observe))
     try:
         arrays = {name: abstract_tensor(info, f"input '{name}'") for name, info in given.items()}
         outputs = executor.run(definition, module, invocation, arrays)
@@ -537,8 +567,29 @@ def _check(target: Target, values: dict[str, Value], inputs: Mapping[str, Any],
     except Undetermined as stop:
         result.checked = False
         result.stopped = stop.reason + (f" ({stop.span})" if stop.span is not None else "")
+    except Undecided as why:  # a branch or an extent the symbols' bounds do not decide
+        result.checked = False
+        result.stopped = f"{why} depends on the values of its symbols"
+    result.tensors = tensors
+    result.runtime_checks = _once(executor.deferred)
     result.variables = dict(executor.params.declared)
     return result
+
+
+def _once(checks: Iterable[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """Each check left to a run once (an instance checked twice lists its asserts twice)."""
+    seen: dict[tuple[str, str], tuple[str, str, Any]] = {}
+    for check in checks:
+        seen.setdefault((check[0], str(check[2])), check)
+    return list(seen.values())
+
+
+def _undecided(why: Undecided, definition: ast.OperatorDef) -> Diagnostic:
+    """An instantiation that needs a value its symbols leave open (a declared extent chosen by
+    a condition on them): a diagnostic naming the condition."""
+    return Diagnostic(f"checking '{definition.name}' without values needs {why}, which depends "
+                      f"on the values of its symbols; give the inputs' types with --input",
+                      definition.span, code="E0600")
 
 
 # ------------------------------------------------------------------------------- evaluation
@@ -624,7 +675,8 @@ def evaluate(target: Target | Program | str | Path, *, op: str | None = None,
                                    for k, v in (params or {}).items()},
                            folder=None if program.main.library else program.path.parent,
                            random=random_params, seed=seed)
-    invocation = Invocation(values, {k: tensor_type(v) for k, v in arrays.items()},
+    invocation = Invocation(values, dynamic_extents(
+        definition, values, {k: tensor_type(v) for k, v in arrays.items()}, active),
                             tuple(generics), active)
     if store.arrays and definition.block("compose") is not None:
         _check_param_names(found, store, values, arrays, generics, active, limits, work)

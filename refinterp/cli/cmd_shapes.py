@@ -20,6 +20,8 @@ def add_parser(commands: Any) -> None:
                         help="an input type: x=real[2,3], xs=real[4]..(3) or xs.0=real[4] "
                              "(not needed where the declared shape is fixed)")
     parser.add_argument("--symbols", action="store_true", help="also print bound symbols")
+    parser.add_argument("--tensors", action="store_true",
+                        help="also print the type of every tensor the composition binds")
     parser.add_argument("--quant", action="store_true",
                         help="also list the @quantize entries and the tensors they attach to")
 
@@ -53,14 +55,43 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
         for name, value in result.symbols.items():
             out.result(f"  {name} = {format_literal(value)}")
+    if args.tensors:
+        out.result("tensors:")
+        for name, info in result.tensors.items():
+            out.result(f"  {name}: {api.describe_type(info)}")
+    _print_symbolic(out, result)
     if args.quant:
         _print_quantization(out, result.quantization)
     return EXIT_OK
 
 
+def _print_symbolic(out: Output, result: Any) -> None:
+    """Checked without values: the symbols with their bounds, and the checks left to a run
+    (docs/semantics.md "Shapes without values")."""
+    symbols = result.extent_symbols()
+    if symbols:
+        out.result("symbols: " + ", ".join(
+            f"{s.name} in {s.low}..{'' if s.high is None else s.high}" for s in symbols))
+    if result.runtime_checks:
+        out.result("checked at run time (the symbols' bounds do not decide them):")
+        for what, why, span in result.runtime_checks:
+            where = f"{span.path}:{span.line}" if span is not None else ""
+            out.result(f"  {what}    # {why}; {where}")
+
+
 def _as_json(args: argparse.Namespace, result: Any) -> dict:
     """The --json object of a `shapes` result."""
     data: dict = {"outputs": {n: _type_json(i) for n, i in result.outputs.items()}}
+    symbols = result.extent_symbols()
+    if symbols:
+        data["extent_symbols"] = {s.name: {"low": s.low, "high": s.high} for s in symbols}
+    if result.runtime_checks:  # (like "checked", only where there is something to say)
+        data["runtime_checks"] = [
+            {"check": what, "because": why,
+             "at": None if span is None else f"{span.path}:{span.line}:{span.col}"}
+            for what, why, span in result.runtime_checks]
+    if args.tensors:
+        data["tensors"] = {n: _type_json(i) for n, i in result.tensors.items()}
     if args.symbols:
         from refinterp.language.values import to_json_data
         data["symbols"] = {n: to_json_data(v) for n, v in result.symbols.items()

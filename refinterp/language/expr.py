@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, MutableMapping
 
 from refinterp.numeric import rules
+from refinterp.numeric.symbolic import identical
 from refinterp.core.diagnostics import EvalDiagnostic
 from refinterp.core.source import Span
 from refinterp.syntax import ast
@@ -532,5 +533,6 @@ def _reduce(binary: Callable[[str, Value, Value], Value], op: str, pack: tuple,
 
 
 def _identical(a: Value, b: Value) -> bool:
-    """Equal values of the same type (`is`, `!=` folds, `:=`): 1 and 1.0 are not identical."""
-    return type(a) is type(b) and a == b
+    """Equal values of the same type (`is`, `!=` folds, `:=`): 1 and 1.0 are not identical; a
+    symbolic extent is identical only to the same expression (`numeric.symbolic.identical`)."""
+    return identical(a, b)

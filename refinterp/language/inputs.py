@@ -15,6 +15,7 @@ from refinterp.language.types import (CONCRETE, Type, check_expr, dtype_scope, t
                                       type_of_value)
 from refinterp.language.values import NULL, TensorValue, Value, format_literal
 from refinterp.numeric.representation import MAX_RANK, format_extent
+from refinterp.numeric.symbolic import agree
 from refinterp.syntax import ast
 
 
@@ -100,6 +101,7 @@ class BindingState:
         self.dtypes: dict[str, str] = {}
         self.values: dict[str, Value] = {}
         self.types: dict[str, Type] = {}
+        self.deferred: list[tuple[str, str, Any]] = []  # asserts left to run time (symbolic)
         self.sources: dict[str, str] = {}
         # symbols of absent conditional items (`c..(flag)`, flag false), with the place: null
         # after the inputs unless a present item binds them (`bind_conditional`)
@@ -157,7 +159,12 @@ class BindingState:
         """Bind a symbol, or check it against its earlier binding (§2.6.1: a symbol deduced to
         two different values makes the invocation invalid)."""
         if name in self.values and self.values[name] is not NULL:
-            if self.values[name] != value:
+            same = agree(self.values[name], value)
+            if same is None:  # symbolic extents that may differ: a check left to a run
+                self.deferred.append((f"{name}: {format_literal(self.values[name])} == "
+                                      f"{format_literal(value)} ({source})",
+                                      f"'{name}' bound twice", node.span))
+            elif not same:
                 raise self.fail(
                     f"'{name}' is {format_literal(self.values[name])} from "
                     f"{self.sources[name]} but {format_literal(value)} from {source}", node)

@@ -31,6 +31,7 @@ from refinterp.language.invocation import (Invocation, OperatorInstance, TensorT
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 from refinterp.numeric import rules
+from refinterp.numeric.symbolic import Undecided, is_int
 from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, MAX_RANK,
                                               check_pack_length, check_tensor_size)
 from refinterp.syntax import ast
@@ -100,6 +101,8 @@ def _value_key(value: Any) -> Hashable:
     if kind in (tuple, list):
         return (kind.__name__, tuple(_value_key(v) for v in value))
     if kind in (TensorType, TensorValue):
+        if any(type(e) not in (int, type(None)) for e in value.shape or ()):
+            raise _NoKey("extent")  # a dynamic extent of a run (`symbolic.Extent`) or a symbol
         return (kind.__name__, value)
     raise _NoKey(type(value).__name__)
 
@@ -175,7 +178,8 @@ class Instantiation(InputBinding):
             {d.name: self.tensor_of(d) for d in entries(self.definition, "variable")},
             dict(self.types), dict(self.dtype_bounds),
             {d.name: (self.tensor_of(d), self.eval(d.default)) for d in defaulted},
-            {name: dims for name, dims in self.named_extents.items() if name in outputs})
+            {name: dims for name, dims in self.named_extents.items() if name in outputs},
+            deferred=tuple(self.deferred))
 
     def bind_explicit_generics(self) -> None:
         names = list(self.dtype_bounds)
@@ -359,11 +363,17 @@ class Instantiation(InputBinding):
         return names <= known
 
     def check_assertion(self, assertion: ast.Assertion) -> None:
-        """§2.8: a null condition is skipped; a packed one must hold for every item."""
-        value = self.eval(assertion.cond)
-        if value is NULL:
+        """§2.8: a null condition is skipped; a packed one must hold for every item. Checked
+        without values (symbolic extents), a condition the symbols' bounds do not decide is
+        listed as a check left to run time (`deferred`)."""
+        try:
+            value = self.eval(assertion.cond)
+            if value is NULL:
+                return
+            holds = all(value) if isinstance(value, tuple) else bool(value)
+        except Undecided as why:
+            self.deferred.append((span_text(assertion.cond.span), str(why), assertion.cond.span))
             return
-        holds = all(value) if isinstance(value, tuple) else bool(value)
         if holds:
             return
         message = "assertion failed: " + span_text(assertion.cond.span)
@@ -504,10 +514,10 @@ class Instantiation(InputBinding):
                 else:
                     values = [value]
             for v in values:
-                if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                if v is not None and not is_int(v):
                     raise self.fail(f"an extent of '{decl.name}' is {format_literal(v)}, not an "
                                     f"int", extent)
-                if isinstance(v, int) and v < 0:
+                if is_int(v) and v < 0:
                     raise self.fail(f"an extent of '{decl.name}' is negative ({v})", extent)
                 shape.append(v)
                 bounds.append(bound if bound is not NULL else None)

@@ -40,7 +40,9 @@ class TensorType:
         return describe_type(self)
 
     def as_json(self) -> dict[str, Any]:
-        shape = None if self.shape is None else list(self.shape)
+        # a symbolic extent (a check without values) as its expression's text
+        shape = None if self.shape is None else [
+            e if e is None or isinstance(e, int) else str(e) for e in self.shape]
         data: dict[str, Any] = {"type": self.dtype, "shape": shape}
         if any(b is not None for b in self.bounds):
             data["bounds"] = list(self.bounds)
@@ -93,6 +95,9 @@ class OperatorInstance:
     # per (non-pack) output, the dimensions whose dynamic extent is named by a symbol the
     # invocation leaves unbound (`k|bound`, §2.6): dimension -> symbol (lower.plan counts them)
     named_extents: dict[str, dict[int, str]] = field(default_factory=dict)
+    # asserts the symbols of a check without values leave open (refinterp.numeric.symbolic):
+    # (the condition's text, what it depends on, its span); checked by a run with values
+    deferred: tuple[tuple[str, str, Any], ...] = ()
     # what the @lower engines derive from this instance alone (its plan, per-formula facts),
     # kept here so that it lives exactly as long as the instance (lower.common.facts_of)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from refinterp.core.diagnostics import TypeDiagnostic
 from refinterp.core.source import Span
+from refinterp.numeric.symbolic import SymInt
 from refinterp.numeric.rules import (ARITHMETIC_OPS, BUILTINS, LOGICAL_OPS, MIN_MAX_OPS,
                                      NUM_BUILTINS)
 from refinterp.syntax import ast
@@ -509,7 +510,7 @@ def type_of_value(value: object) -> Type:
         return Type("any", optional=True)
     if isinstance(value, bool):
         return BOOL
-    if isinstance(value, int):
+    if isinstance(value, (int, SymInt)):
         return INT
     if isinstance(value, float):
         return REAL

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Union
 
+from refinterp.numeric.symbolic import SymInt
+
 
 class _Null:
     """The null value of optional types (spec §2.3); a singleton, printed `null`."""
@@ -55,7 +57,7 @@ def format_literal(value: Value) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
+    if isinstance(value, (int, SymInt)):
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
@@ -88,7 +90,9 @@ def to_json_data(value: Value) -> Any:
     if isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, TensorValue):
-        return {"dtype": value.dtype, "shape": list(value.shape)}
+        return {"dtype": value.dtype, "shape": [to_json_data(e) for e in value.shape]}
+    if isinstance(value, SymInt):  # a symbolic extent: its expression's text
+        return str(value)
     sign = getattr(value, "sign", None)
     if sign is not None:  # rules.IntInfinity
         return math.inf if sign > 0 else -math.inf

@@ -32,6 +32,9 @@ from typing import Any, Callable, Literal, NamedTuple, Union
 
 import numpy as np
 
+from refinterp.numeric import symbolic
+from refinterp.numeric.symbolic import SymInt
+
 
 class NumericError(Exception):
     """A numeric rule was violated (division by zero, int(nan), an operand of the wrong type ...).
@@ -194,9 +197,9 @@ Scalar = Union[int, float, bool, str, IntInfinity]
 def kind(value: object) -> str:
     """The SkriptND base type of a scalar value: 'int', 'real', 'bool', 'str' (bool before int,
     since Python's bool is an int)."""
-    if type(value) is bool:
+    if type(value) is bool or isinstance(value, symbolic.Open):
         return "bool"
-    if isinstance(value, (int, IntInfinity)):
+    if isinstance(value, (int, IntInfinity, SymInt)):
         return "int"
     if isinstance(value, float):
         return "real"
@@ -226,6 +229,11 @@ _INT_KINDS: dict[frozenset[str], str] = {
     frozenset(): "int", frozenset("+"): "int~+", frozenset("-"): "int~-",
     frozenset("+-"): INT_OR_INF}
 _SENTINELS: dict[str, frozenset[str]] = {k: signs for signs, k in _INT_KINDS.items()}
+# an int known only symbolically (refinterp.numeric.symbolic: a dynamic extent checked without
+# values); its rules are the symbolic ones (`_symbolic_rule`)
+SYMBOLIC = "int?"
+_SENTINELS[SYMBOLIC] = frozenset()
+OPEN_BOOL = "bool?"  # a bool the symbols leave open (symbolic.Open): Kleene's logic
 
 
 class Specialized(NamedTuple):
@@ -247,7 +255,8 @@ def _same(x: Scalar) -> Scalar:
     return x
 
 
-_KIND_OF_TYPE = {bool: "bool", int: "int", float: "real", str: "str", IntInfinity: INT_OR_INF}
+_KIND_OF_TYPE = {bool: "bool", int: "int", float: "real", str: "str", IntInfinity: INT_OR_INF,
+                 SymInt: SYMBOLIC, symbolic.Open: OPEN_BOOL}
 
 
 def _dispatch_kind(value: object) -> str:
@@ -258,7 +267,7 @@ def _dispatch_kind(value: object) -> str:
 
 def kind_type(kind_: str) -> str:
     """The type of a kind, for the type rules and messages ("int~" is an int)."""
-    return "int" if kind_ in _SENTINELS else kind_
+    return "int" if kind_ in _SENTINELS else "bool" if kind_ == OPEN_BOOL else kind_
 
 
 def select_kind(a: str, b: str) -> str | None:
@@ -510,6 +519,7 @@ def compare(op: str, a: Scalar, b: Scalar) -> bool:
 @functools.lru_cache(maxsize=None)
 def _comparison(op: str, left: str, right: str) -> Specialized:
     """`compare` for operands of kinds `left` and `right`."""
+    left_kind, right_kind = left, right
     left, right = kind_type(left), kind_type(right)
     if left != right:
         return _raising(f"'{op}' compares {left} with {right}; both operands must have one type")
@@ -517,6 +527,10 @@ def _comparison(op: str, left: str, right: str) -> Specialized:
         return _raising(f"'{op}' cannot compare values of type {left}")
     if op not in _COMPARISONS:
         return _raising(f"unknown comparison '{op}'")
+    if SYMBOLIC in (left_kind, right_kind):  # decided for every value of the symbols, or open
+        return Specialized(functools.partial(symbolic.compare_open, op), "bool")
+    if OPEN_BOOL in (left_kind, right_kind) and op in ("==", "!="):
+        return Specialized(functools.partial(symbolic.kleene, op), "bool")
     return Specialized(_COMPARISONS[op], "bool")
 
 
@@ -576,11 +590,15 @@ def _binary_rule(op: str, left: str, right: str, profile: Profile) -> Specialize
     if op in _LOGICAL:
         if (a, b) != ("bool", "bool"):
             return _raising(f"'{op}' needs two bools; got {a} and {b}")
+        if OPEN_BOOL in (left, right):
+            return Specialized(functools.partial(symbolic.kleene, op), "bool")
         return Specialized(_LOGICAL[op], "bool")
     if op not in MIN_MAX_OPS and op not in ARITHMETIC_OPS:
         return _raising(f"unknown operator '{op}'")
     if (a, b) not in (("int", "int"), ("real", "real")):
         return _raising(f"'{op}' needs two ints or two reals; got {a} and {b}")
+    if SYMBOLIC in (left, right):
+        return _symbolic_rule(op, profile)
     if op in MIN_MAX_OPS:
         nan = a == "real" and profile.min_max_nan == "propagate"
         function = {"<<": (_minimum, _minimum_nan), ">>": (_maximum, _maximum_nan)}[op][nan]
@@ -597,6 +615,34 @@ def _binary_rule(op: str, left: str, right: str, profile: Profile) -> Specialize
     if (left, right) != ("int", "int"):
         function = _finite_only(op, function)
     return Specialized(function, "int")
+
+
+def _symbolic_rule(op: str, profile: Profile) -> Specialized:
+    """An int operation with a symbolic operand (refinterp.numeric.symbolic): exact on the
+    symbols' expressions; a division or power it cannot express for every value of the
+    symbols raises `symbolic.Undecided`."""
+    def power(a: symbolic.Value, b: symbolic.Value) -> symbolic.Value:
+        if isinstance(b, SymInt) or b < 0:
+            raise symbolic.Undecided("**", a, b)
+        result: symbolic.Value = 1
+        for _ in range(b):
+            result = symbolic.multiply(result, a)
+        return result
+
+    def rounded(how: str, a: symbolic.Value, b: symbolic.Value) -> symbolic.Value:
+        # the profiles' roundings agree where both operands are non-negative (extents)
+        if (profile.int_division != "floor" and how != "\\") or \
+                (profile.int_ceil_division != "ceil" and how == "\\"):
+            if not (symbolic.compare(">=", a, 0) and symbolic.compare(">", b, 0)):
+                raise symbolic.Undecided(how, a, b)
+        return symbolic.divide(how, a, b)
+
+    functions: dict[str, Callable[[Any, Any], Any]] = {
+        "+": symbolic.add, "-": lambda a, b: symbolic.add(a, symbolic.scale(b, -1)),
+        "*": symbolic.multiply, "**": power, "<<": symbolic.minimum, ">>": symbolic.maximum,
+        "/": functools.partial(rounded, "/"), "\\": functools.partial(rounded, "\\"),
+        "%": functools.partial(rounded, "%")}
+    return Specialized(functions[op], SYMBOLIC)
 
 
 def _int_arithmetic(op: str, profile: Profile) -> Callable[[int, int], int]:
@@ -645,6 +691,8 @@ def unary_function(op: str, operand: str, profile: Profile = SPEC) -> Specialize
     if op == "!":
         if k != "bool":
             return _raising(f"'!' needs a bool; got {k}")
+        if operand == OPEN_BOOL:
+            return Specialized(symbolic.negate, "bool")
         return Specialized(operator.not_, "bool")
     if op not in ("+", "-"):
         return _raising(f"unknown unary operator '{op}'")

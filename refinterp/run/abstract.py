@@ -5,7 +5,7 @@ stops with `Undetermined`, saying where (docs/semantics.md "Checking without val
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -26,14 +26,20 @@ class Undetermined(Exception):
     default_code = "E0600"
 
 
-def abstract_tensor(info: TensorType | tuple, what: str = "", span: Any = None) -> Any:
-    """The AbstractTensor of a declared tensor (a list of them for a pack); a shape that is not
-    fully known (derived from the composition, or a dynamic extent) stops a check."""
+def abstract_tensor(info: TensorType | tuple, what: str = "", span: Any = None,
+                    fresh: Callable[[int, Any], Any] | None = None) -> Any:
+    """The AbstractTensor of a declared tensor (a list of them for a pack). A shape derived
+    from the composition stops a check; so does a dynamic extent (data-dependent: `~|k`,
+    `k|n`) unless `fresh(axis, bound)` makes a symbol for it (docs/semantics.md "Shapes without
+    values": a fresh symbol bounded by the declaration)."""
     if isinstance(info, tuple):
-        return typed_pack(info, [abstract_tensor(i, what, span) for i in info])
-    if info.shape is None or any(e is None for e in info.shape):
+        return typed_pack(info, [abstract_tensor(i, what, span, fresh) for i in info])
+    if info.shape is None or (fresh is None and any(e is None for e in info.shape)):
         raise Undetermined(f"the shape of {what or 'a tensor'} depends on tensor values", span)
-    return AbstractTensor(info.dtype, tuple(info.shape))
+    bounds = (*info.bounds, *(None,) * (len(info.shape) - len(info.bounds)))
+    shape = tuple(fresh(axis, bound) if e is None and fresh is not None else e
+                  for axis, (e, bound) in enumerate(zip(info.shape, bounds)))
+    return AbstractTensor(info.dtype, shape)
 
 
 def abstract_value(value: Any) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from refinterp.run.locate import declaration_span, relocate
 from refinterp.run.scope import BlockScope, ScopePath, liveness, value_names
 from refinterp.language.types import CASTS, Type
 from refinterp.language.values import NULL
+from refinterp.numeric.symbolic import Undecided, agree, describe, interval, symbol
 
 FRAMES_PER_CALL = 60
 POSITIONS = "<positions>"  # the name of a pack's positions while indexing a pack of tensors
@@ -95,6 +96,11 @@ class Executor:
         self.params = params if params is not None else ParameterStore()
         self.library_files = {str(m.path) for m in program.modules if m.library}
         self.running: list[str] = []  # the operators being run, outermost first (progress)
+        # checks a check without values leaves to a run (symbolic extents the bounds do not
+        # decide): (what, why, span), in the order met (docs/semantics.md "Shapes without
+        # values")
+        self.deferred: list[tuple[str, str, Any]] = []
+        self.fresh_names: set[str] = set()  # the symbols made for data-dependent extents
         self.profile = profile
         self.limits = limits
         if isinstance(self.params, ParameterStore):  # its .dat files are read within the limit
@@ -161,12 +167,14 @@ class Executor:
         block, an intrinsic or a bundled definition."""
         definition = instance.definition
         self.limits.check_instance(instance, sizes=not self.abstract)
+        self.deferred.extend(instance.deferred)
         inputs = {**{name: self.constant(info, value)
                      for name, (info, value) in instance.defaults.items()}, **inputs}
         if self.abstract and definition.block("compose") is None:
             self.variables(instance, path)
             return {name: abstract_tensor(info, f"output '{name}' of '{definition.name}'",
-                                          definition.span)
+                                          definition.span,
+                                          self.fresh_extent(definition.name, name))
                     for name, info in instance.outputs.items()}
         if definition.block("lower") is not None:
             try:
@@ -189,6 +197,29 @@ class Executor:
                    for name, value in outputs.items()}
         self.jagged.mark(instance.outputs, outputs)
         return outputs
+
+    def fresh_extent(self, operator: str, output: str) -> Callable[[int, Any], Any]:
+        """Makes the symbol of a data-dependent extent of an output checked without values
+        (nonzero's count): `operator.output.axis`, primed when that name is taken, bounded by
+        the declared bound (docs/semantics.md "Shapes without values")."""
+        def make(axis: int, bound: Any) -> Any:
+            name = f"{operator}.{output}.{axis}"
+            while name in self.fresh_names:
+                name += "'"
+            self.fresh_names.add(name)
+            high = bound if isinstance(bound, int) or bound is None else interval(bound)[1]
+            return symbol(name, high, low=0)
+        return make
+
+    def within(self, extent: Any, bound: Any, what: str, span: Any) -> bool:
+        """Whether `extent <= bound`; checked without values, an answer that depends on the
+        symbols is left to a run (`deferred`) and taken as yes."""
+        try:
+            return not extent > bound
+        except Undecided:
+            self.deferred.append((f"{what}: {describe(extent)} <= {describe(bound)}",
+                                  "its bound", span))
+            return True
 
     def charge_lowering(self, instance: OperatorInstance) -> None:
         """Charge the iterations of every formula of a @lower block to the run's work before
@@ -316,11 +347,23 @@ class Executor:
         actual_items = actual if isinstance(actual, tuple) else (actual,)
         if item_type(declared) is not None and item_type(actual) is not None:
             declared_items, actual_items = (item_type(declared),), (item_type(actual),)
+        open_extents: list[tuple[Any, Any]] = []  # symbolic extents that may differ
+
+        def differ(e: Any, f: Any) -> bool:
+            same = agree(e, f)
+            if same is None:
+                open_extents.append((e, f))
+            return same is False
+
         mismatch = len(declared_items) != len(actual_items) or any(
             d.dtype != a.dtype or (d.shape is not None and any(
-                e is not None and e != f for e, f in zip(d.shape, a.shape)))
+                e is not None and differ(e, f) for e, f in zip(d.shape, a.shape)))
             or (d.shape is not None and len(d.shape) != len(a.shape))
             for d, a in zip(declared_items, actual_items))
+        if not mismatch:
+            self.deferred.extend(
+                (f"{what} '{name}': {describe(f)} == {describe(e)}", "its declared extent",
+                 declaration_span(instance.definition, name)) for e, f in open_extents)
         if mismatch:
             raise ComposeDiagnostic(
                 f"{what} '{name}' is {'composed' if what == 'output' else 'updated'} as "
@@ -328,7 +371,9 @@ class Executor:
                 declaration_span(instance.definition, name), code="E0603")
         for d, a in zip(declared_items, actual_items):
             for axis, (bound, extent) in enumerate(zip(d.bounds, a.shape or ())):
-                if bound is not None and extent > bound:
+                if bound is not None and not self.within(extent, bound, f"{what} '{name}'",
+                                                         declaration_span(instance.definition,
+                                                                          name)):
                     raise ComposeDiagnostic(
                         f"{what} '{name}' has extent {extent} in dimension {axis}, above its "
                         f"bound {bound}", declaration_span(instance.definition, name),
