@@ -2,9 +2,9 @@
 """Benchmark of the vector engine: each case is run by refinterp (the stdlib
 operator through `api.evaluate`, engine `vector`) and by the same computation hand-written in
 NumPy, in the same run; the ratio refinterp / NumPy is printed, with its target
-(docs/performance.md: matmul, element-wise, reductions and softmax <= 1.3x; convolution and
-pooling <= 1x; the transposed convolution and the bicubic grid sample <= 2x; AlexNet
-in-process <= 1.5x).
+(docs/performance.md "The certified-sum floor": contractions and reductions — matmul, sum,
+softmax — <= 2x, element-wise <= 1.3x, convolution <= 1.5x, pooling <= 1.3x; the transposed
+convolution and the bicubic grid sample <= 2x; AlexNet in-process <= 1.5x).
 
     python tools/bench_vector.py [--repeat N] [--case NAME ...] [--large]
 
@@ -271,23 +271,23 @@ def build_cases(engine: str, large: bool = False) -> dict[str, tuple]:
                         target)
 
     return {
-        "matmul 256^3": case("linalg.matmul", {"A": a, "B": b}, {}, "Z", lambda: a @ b, 1.3),
+        "matmul 256^3": case("linalg.matmul", {"A": a, "B": b}, {}, "Z", lambda: a @ b, 2.0),
         "add 1M": case("math.add", {"x": x1m, "y": y1m}, {}, "z", lambda: x1m + y1m, 1.3),
         "sum_reduce 1000x1000 axis 1": case(
             "math.sum_reduce", {"input": x1m}, {"axes": [1]}, "output",
-            lambda: x1m.sum(axis=1, keepdims=True), 1.3),
+            lambda: x1m.sum(axis=1, keepdims=True), 2.0),
         "conv 1x64x56x56 3x3->64": case(
             "nn.conv", {"input": conv_x, "filter": conv_w}, {"padding": [1, 1, 1, 1]},
-            "output", lambda: np_conv(conv_x, conv_w, 1, 1), 1.0),
+            "output", lambda: np_conv(conv_x, conv_w, 1, 1), 1.5),
         "deconv 1x64x56x56 5x5/2->32": case(
             "nn.deconv", {"input": deconv_x, "filter": deconv_w}, {"stride": [2, 2]},
             "output", lambda: np_deconv(deconv_x, deconv_w, 2), 2.0),
         "max_pool 3x3/2 1x64x112x112": case(
             "nn.max_pool", {"input": pool_x},
             {"size": [3, 3], "stride": [2, 2], "padding": [0, 0, 0, 0]}, "output",
-            lambda: np_max_pool(pool_x, 3, 2), 1.0),
+            lambda: np_max_pool(pool_x, 3, 2), 1.3),
         "softmax 1000x1000": case("nn.softmax", {"input": x1m}, {"axes": [1]}, "output",
-                                  lambda: np_softmax(x1m, 1), 1.3),
+                                  lambda: np_softmax(x1m, 1), 2.0),
         "AlexNet 224 batch 1": lambda: (*alexnet_case(rng, engine), 1.5),
         **khronos_cases(rng, engine),
         **(large_cases(rng, case) if large else {}),
