@@ -20,11 +20,12 @@ import argparse
 import atexit
 import gc
 import importlib
+import os
 import sys
 from types import ModuleType
 from typing import Sequence
 
-from refinterp.cli.options import check_paths
+from refinterp.cli.options import add_verbosity, check_paths
 from refinterp.cli.output import (EXIT_DIAGNOSTIC, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output,
                                   StreamError, UsageError, guard_streams, progress_line,
                                   settle_streams)
@@ -34,7 +35,7 @@ __all__ = ["main", "build_parser", "progress_line", "COMMANDS"]
 
 # the commands, in the order `refinterp --help` lists them: command NAME is module cmd_NAME
 COMMANDS = ("parse", "lint", "fmt", "expr", "ops", "describe", "shapes", "eval", "golden", "check",
-            "einsum")
+            "report", "einsum", "completion")
 
 
 def command_module(name: str) -> ModuleType:
@@ -54,6 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         help="show Python tracebacks of internal errors")
     parser.add_argument("--version", action="version", version=f"refinterp {_version()}",
                         help="print the version and exit")
+    add_verbosity(parser, top_level=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS if command is None else (command,):
         command_module(name).add_parser(commands)
@@ -126,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.set_int_max_str_digits(0)  # compile-time ints are unbounded; print them whole
     if argv is not None:
         return _command(list(argv), process=False)
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions: answered, then exit
+        command_module("completion").complete(build_parser)
     guard_streams()
     try:
         try:

@@ -8,8 +8,8 @@ import re
 import sys
 from typing import Any
 
-from refinterp.cli.options import (MAX_JOBS, MAX_TIMEOUT, add, check_number, max_input_size,
-                                   parse_regex)
+from refinterp.cli.options import (MAX_JOBS, MAX_TIMEOUT, add, add_verbosity, check_number,
+                                   max_input_size, parse_regex)
 from refinterp.cli.output import EXIT_DIAGNOSTIC, EXIT_OK, Output, UsageError
 from refinterp.core.diagnostics import Diagnostic
 
@@ -72,6 +72,11 @@ def add_parser(commands: Any) -> None:
                             "then goes to stderr)")
     check.add_argument("--junit", metavar="REPORT.xml",
                        help="write a JUnit XML report ('-': to stdout, as --json -)")
+    check.add_argument("--html", metavar="REPORT.html",
+                       help="write the HTML report: one self-contained file (the matrix of "
+                            "operators × outcome, each failure's error maps and reproducing "
+                            "command)")
+    add_verbosity(check)
     check.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                        help="worker processes (default 1)")
     check.add_argument("--shard", metavar="I/N",
@@ -109,7 +114,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from refinterp.io import check_writable
 
     _reserve_stdout(args, out)
-    for path, what in ((args.json, "--json"), (args.junit, "--junit"),
+    if args.html == harness.STDOUT:
+        raise UsageError("--html takes a file name: the HTML report is a file to open, not "
+                         "a stream ('-' is for --json and --junit)")
+    for path, what in ((args.json, "--json"), (args.junit, "--junit"), (args.html, "--html"),
                        (args.update_expect, "--update-expect")):
         if path and path != harness.STDOUT:  # refused before the run, not after it
             check_writable(path, what)
@@ -262,26 +270,13 @@ def _finish(args: argparse.Namespace, out: Output, results: list[Any], backend: 
     """Print the failures, summary and coverage; write the reports asked for (if `write`)."""
     from refinterp import harness
 
-    for result in results:
-        if result.status in ("fail", "xpass", "broken"):
-            title = f"{result.status.upper()} {result.id}" + \
-                (f" [{result.reason}]" if result.reason else "") + \
-                (f" (phase {result.phase})" if result.phase else "")
-            body = f"expected to fail ({result.expected}) but passed" \
-                if result.status == "xpass" else result.explanation
-            out.result(title + "\n" + "\n".join("  " + line for line in body.splitlines()))
-    harness.print_summary(results, out.stream)
-    cover = harness.coverage(results)
-    out.result(f"coverage: {len(cover['passed'])} operator(s) pass every case, "
-               f"{len(cover['partial'])} some, {len(cover['failed'])} none, "
-               f"{len(cover['skipped'])} skipped" +
-               (f", {len(cover['broken'])} broken" if cover["broken"] else ""))
-    for count, reason in harness.skip_reasons(results):
-        out.result(f"{count} skipped: {reason}")
+    harness.print_report(results, out.stream, getattr(args, "verbosity", 0))
     if write and args.json:
         harness.write_json(args.json, results, backend, str(suite))
     if write and args.junit:
         harness.write_junit(args.junit, results, backend)
+    if write and args.html:
+        harness.write_html(args.html, results, backend, str(suite))
     if harness.failed(results, args.allow_xpass):
         return EXIT_DIAGNOSTIC
     if write and not harness.ran(results) and not args.allow_skip:

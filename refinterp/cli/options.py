@@ -111,6 +111,19 @@ def add(parser: argparse.ArgumentParser, *names: str) -> None:
         parser.add_argument(*flags, **settings)
 
 
+def add_verbosity(parser: argparse.ArgumentParser, top_level: bool = False) -> None:
+    """-v/--verbose and -q/--quiet (destination `verbosity`: 1, -1; 0 without either), taken
+    before the command (`refinterp -v check …`) and, by the commands that use them, after it.
+    A command's copy has no default, so that it keeps a value given before the command."""
+    default = 0 if top_level else argparse.SUPPRESS
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                          default=default, help="say more (check, report: every operator's "
+                                                "row)")
+    loudness.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1,
+                          default=default, help="say less (check, report: no explanations)")
+
+
 # ------------------------------------------------------------------------------- values
 
 
@@ -225,7 +238,8 @@ PATH_OPTIONS = {"file": "FILE|DIR", "files": "FILE", "module": "MODULE|FILE",
                 "write_params": "--write-params", "save_case": "--save-case",
                 "tables": "CASEFILE", "suite": "SUITE", "case": "CASE_DIR", "json": "--json",
                 "junit": "--junit", "expect": "--expect", "update_expect": "--update-expect",
-                "probe": "--probe", "merge": "--merge", "trace": "--trace"}
+                "probe": "--probe", "merge": "--merge", "trace": "--trace", "html": "--html",
+                "reports": "RUN.json"}
 
 
 def check_paths(args: argparse.Namespace) -> None:

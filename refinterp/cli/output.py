@@ -96,7 +96,9 @@ class Output:
             styled.highlight_regex(r"\berror:", "bold red")
             styled.highlight_regex(r"\bwarning:", "bold yellow")
             styled.highlight_regex(r"\^+", "bold red")
-            self._console.print(styled)
+            # soft_wrap: the terminal wraps a long line itself, rich does not break it (a
+            # path or a command stays whole, and copying it gives the line as written)
+            self._console.print(styled, soft_wrap=True)
         else:
             sys.stderr.write(text + "\n")
 

@@ -42,6 +42,7 @@ class Outcome:
     phase: str = ""
     outputs: list[str] = field(default_factory=list)  # the outputs that mismatched
     started: bool = True
+    figures: list[dict[str, Any]] = field(default_factory=list)  # harness.figures, a mismatch
 
 
 @dataclass(frozen=True)

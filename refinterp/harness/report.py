@@ -155,7 +155,7 @@ def load_results(paths: list[str | Path]) -> tuple[list[Result], str, str]:
 
 _TYPES = {"id": str, "status": str, "reason": (str, type(None)), "explanation": str,
           "seconds": (int, float), "phase": str, "operator": (str, type(None)), "module": str,
-          "attributes": dict, "expected": (str, type(None))}
+          "attributes": dict, "expected": (str, type(None)), "figures": list}
 
 
 def _result(data: Any) -> Result | None:
@@ -182,15 +182,111 @@ def skip_reasons(results: list[Result], width: int = 120) -> list[tuple[int, str
                   key=lambda item: (-item[0], item[1]))
 
 
+REPORTED = ("fail", "xpass", "broken")  # the statuses the text report shows case by case
+NOTE_LENGTH = 120  # an explanation line this long, shown under several cases, becomes a note
+SHOWN_OPERATORS = 12  # failing operators named in the short summary
+
+
+def failure_texts(results: list[Result]) -> tuple[list[str], list[str]]:
+    """The text of each failed, broken or unexpectedly passed case (title, then its
+    explanation indented), and the notes: an explanation line of NOTE_LENGTH characters or
+    more that several of those cases share (another profile's paragraph) is printed once,
+    among the notes, and each case refers to it as `(note N, below)`."""
+    shown = [r for r in results if r.status in REPORTED]
+    seen: Counter = Counter()
+    for result in shown:
+        seen.update({line.strip() for line in _body(result).splitlines()
+                     if len(line.strip()) >= NOTE_LENGTH})
+    notes = [line for line, count in seen.items() if count > 1]
+    number = {line: k + 1 for k, line in enumerate(notes)}
+    texts = []
+    for result in shown:
+        title = f"{result.status.upper()} {result.id}" + \
+            (f" [{result.reason}]" if result.reason else "") + \
+            (f" (phase {result.phase})" if result.phase else "")
+        lines = [f"(note {number[line.strip()]}, below)" if line.strip() in number else line
+                 for line in _body(result).splitlines()]
+        texts.append(title + "\n" + "\n".join("  " + line for line in lines))
+    return texts, [f"note {k + 1}: {line}" for k, line in enumerate(notes)]
+
+
+def _body(result: Result) -> str:
+    return f"expected to fail ({result.expected}) but passed" \
+        if result.status == "xpass" else result.explanation
+
+
+def totals_line(results: list[Result]) -> str:
+    """'N case(s): … passed, … failed, …' — the run in one line."""
+    data = summary(results)
+    return (f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
+            f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
+            f"{data['xpass']} unexpected pass(es), {data['broken']} broken")
+
+
+def coverage_line(results: list[Result]) -> str:
+    """How many operators pass every case, some, none, or were skipped (or broken)."""
+    cover = coverage(results)
+    return (f"coverage: {len(cover['passed'])} operator(s) pass every case, "
+            f"{len(cover['partial'])} some, {len(cover['failed'])} none, "
+            f"{len(cover['skipped'])} skipped" +
+            (f", {len(cover['broken'])} broken" if cover["broken"] else ""))
+
+
+def failing_operators_line(results: list[Result]) -> str | None:
+    """The operators (or model cases) with a failed or broken case, most failures first, as
+    'name failed/cases'; the first SHOWN_OPERATORS of them. None if there are none."""
+    rows = [(counts["fail"] + counts["broken"] + counts["xpass"], sum(counts.values()), name)
+            for name, counts in summary(results)["operators"].items()]
+    bad = sorted((row for row in rows if row[0]), key=lambda row: (-row[0], row[2]))
+    if not bad:
+        return None
+    named = ", ".join(f"{name} {count}/{total}" for count, total, name in bad[:SHOWN_OPERATORS])
+    more = f", and {len(bad) - SHOWN_OPERATORS} more" if len(bad) > SHOWN_OPERATORS else ""
+    return f"failing: {named}{more} (--verbose: the table of every operator)"
+
+
+def print_report(results: list[Result], out: TextIO | None = None,
+                 verbosity: int = 0) -> None:
+    """The text report of a run (docs/harness.md, "Reports"): each failure with its
+    explanation, the shared notes once, then the failing operators (verbosity > 0, -v: the
+    tables by module and operator), the totals, the coverage and the skips by reason;
+    verbosity < 0 (-q): the failing cases' titles and the totals only."""
+    out = out or sys.stdout
+    if verbosity < 0:
+        for result in results:
+            if result.status in REPORTED:
+                out.write(f"{result.status.upper()} {result.id}" +
+                          (f" [{result.reason}]" if result.reason else "") + "\n")
+        out.write(totals_line(results) + "\n")
+        return
+    texts, notes = failure_texts(results)
+    for text in texts:
+        out.write(text + "\n")
+    if notes:
+        out.write("notes (shared by several of the cases above):\n")
+        for note in notes:
+            out.write("  " + note + "\n")
+    if verbosity > 0:
+        data = summary(results)
+        for level in ("modules", "operators"):
+            _print_table(out, level[:-1], data[level])
+    else:
+        line = failing_operators_line(results)
+        if line:
+            out.write(line + "\n")
+    out.write(totals_line(results) + "\n")
+    out.write(coverage_line(results) + "\n")
+    for count, reason in skip_reasons(results):
+        out.write(f"{count} skipped: {reason}\n")
+
+
 def print_summary(results: list[Result], out: TextIO | None = None) -> None:
     """The tables by module and by operator, then the totals (rich on a terminal)."""
     out = out or sys.stdout
     data = summary(results)
     for level in ("modules", "operators"):
         _print_table(out, level[:-1], data[level])
-    out.write(f"{data['total']} case(s): {data['pass']} passed, {data['fail']} failed, "
-              f"{data['skip']} skipped, {data['xfail']} expected failure(s), "
-              f"{data['xpass']} unexpected pass(es), {data['broken']} broken\n")
+    out.write(totals_line(results) + "\n")
 
 
 def _print_table(out: TextIO, what: str, counts_by_name: dict[str, dict[str, int]]) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 from refinterp.golden.layouts import split_id
 from refinterp.core.diagnostics import ArgumentDiagnostic
-from refinterp.harness import explain, processes, trust
+from refinterp.harness import explain, figures, processes, trust
 from refinterp.harness.backends import (DEFAULT_TIMEOUT, BackendError, BackendFailure,
                                         CommandBackend, IsolatedBackend, Unsupported,
                                         close_isolated, describe_error, make_backend)
@@ -52,6 +52,7 @@ class Result:
     module: str = ""
     attributes: dict[str, Any] = field(default_factory=dict)
     expected: str | None = None  # the expectation's reason, for xfail / xpass / expected skip
+    figures: list[dict[str, Any]] = field(default_factory=list)  # harness.figures (HTML report)
     started: bool = True  # False: a command back end could not be started (not reported)
 
     def as_json(self) -> dict[str, Any]:
@@ -208,6 +209,9 @@ def check_case(backend: Any, case: Case, options: Options = Options(),
                        f"rejects it (refinterp: {case.error['code']}: "
                        f"{case.error['message']})", "run")
     outcome = compare(case, outputs, options.policy, options.override)
+    if outcome.reason == "mismatch":
+        outcome.figures = figures.failure_figures(case, outputs, outcome.outputs,
+                                                  options.override)
     if outcome.status == "fail" and options.explain:
         notes = explain.explain(case, outputs, outcome, options)
         if notes:
@@ -269,7 +273,7 @@ def _result(case: Case, outcome: Outcome, began: float, options: Options) -> Res
                                f"-k '^{re.escape(case.id)}$'"
     return Result(case.id, outcome.status, outcome.reason, outcome.explanation.strip(),
                   time.perf_counter() - began, outcome.phase, case.operator, case.module,
-                  dict(case.attributes), started=outcome.started)
+                  dict(case.attributes), figures=outcome.figures, started=outcome.started)
 
 
 def _run_one_packed(args: tuple[BackendSpec, Case, Options]) -> Result:

@@ -301,7 +301,7 @@ def test_shrink_prints_with_its_case_and_removes_its_folder(tmp_path, monkeypatc
     fail = lines.index("FAIL linalg.matmul/basic [mismatch] (phase compare)")
     shrunk = lines.index("  shrink: the smallest failing case has inputs A: float64[1, 1], "
                          "B: float64[1, 1]; --keep keeps its folder")
-    table = next(i for i, line in enumerate(lines) if line.startswith("module "))
+    table = next(i for i, line in enumerate(lines) if " case(s): " in line)  # the totals
     assert fail < shrunk < table  # inside its case's block, before the summary
     assert lines[shrunk + 1].startswith("    A = [[") and lines[shrunk + 2].startswith(
         "    B = [[")
