@@ -194,3 +194,60 @@ def test_squeezenet_agrees_with_ort(bench) -> None:
     model = bench.Model(folder, Path(KHRONOS))
     model.load()
     assert bench.relative_error(model.run_refinterp(), model.expected) < bench.TOLERANCE
+
+
+TINY_SKND = """import math;
+
+graph G {
+    @input { x: real[4]; }
+    @output { y: real[4]; }
+    @compose { y = math.exp(x); }
+}
+"""
+
+
+def tiny_folder(tmp_path: Path, source: str):
+    """A corpus-like model folder: sknd/main.sknd and input.npy."""
+    folder = tmp_path / "model"
+    (folder / "sknd").mkdir(parents=True)
+    (folder / "sknd" / "main.sknd").write_text(source)
+    np.save(folder / "input.npy", np.array([0.0, 1.0, -1.0, 0.5], np.float32))
+    return folder
+
+
+def test_before_head_times_the_extracted_revision(bench, tmp_path) -> None:
+    """--before HEAD: the extracted tree's refinterp (not this one) runs the model in a child
+    process, gives a time and its output (exp of the input); a refused model its diagnostic."""
+    from refinterp import api
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    bench.extract_revision("HEAD", tree)
+    assert (tree / "refinterp" / "api.py").exists()
+    model = bench.Model.__new__(bench.Model)
+    model.folder = tiny_folder(tmp_path, TINY_SKND)
+    model.sknd, model.stdlib = model.folder / "sknd", Path(api.__file__).parent / "stdlib"
+    answer = bench.run_before(model, tree, 2, tmp_path / "out.npy")
+    assert answer["best"] > 0
+    assert Path(answer["module"]).resolve() == (tree / "refinterp" / "__init__.py").resolve()
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), np.exp([0.0, 1.0, -1.0, 0.5]))
+    (model.sknd / "main.sknd").write_text(TINY_SKND.replace("math.exp(x)", "math.exp(z)"))
+    assert bench.run_before(model, tree, 1)["refused"].startswith("E")
+    with pytest.raises(ValueError):
+        bench.extract_revision("no-such-revision", tree)
+
+
+def test_table_with_before(bench) -> None:
+    """The --before columns: the older error, its time and before / after; its refusal."""
+    Result = bench.Result
+    faster = Result("a", "Net", error=1e-7, refinterp=0.1, cold=0.2, ort=0.02, reference=1.0,
+                    before=0.25, before_error=2e-7)
+    refused = Result("b", "Old", error=1e-7, refinterp=0.1, cold=0.2, ort=0.02, reference=1.0,
+                     before_refused="E1201: too many iterations")
+    lines = bench.format_table([faster, refused], before=True).splitlines()
+    assert lines[0].endswith("| before: max rel. error vs ORT | before "
+                             "| speed-up (before / after) |")
+    assert lines[1] == "|" + "---|" * 12
+    assert lines[2].endswith("| 2.0× | 2.0e-07 | 250 ms | 2.5× |")
+    assert lines[3].endswith("| 2.0× | **refused**: E1201: too many iterations |  |  |")
+    assert faster.speedup == pytest.approx(2.5) and refused.speedup is None

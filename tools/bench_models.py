@@ -3,7 +3,7 @@
 Khronos converter, run by refinterp and by its peers in the same run.
 
     python tools/bench_models.py --work DIR [--models a,b] [--repeat N] [--json [OUT]]
-                                 [--stdlib DIR] [--top N]
+                                 [--stdlib DIR] [--top N] [--before REF]
 
 DIR is a corpus built by tools/model_zoo.py (the randomized ONNX model, its input, ONNX
 Runtime's output and the converted SkriptND folder per model). Per model:
@@ -24,6 +24,15 @@ Runtime's output and the converted SkriptND folder per model). Per model:
   The time to read the model's .dat files once (`numeric.tensorfile.read_tensor`, no cache)
   is printed beside it: the part of the graph's own time that is the weights.
 
+With `--before REF` (a git revision of this repository), REF is extracted (`git archive REF |
+tar -x`) into a temporary folder, removed at the end, and each round also times that older
+refinterp: a child process of this interpreter with `PYTHONPATH=<that folder>` runs
+tools/bench_before.py (load once, one warm-up run, one timed run; its JSON on stdout), so the
+older refinterp is timed in process like the current one. Its output of the first round is
+checked against ORT as the current one's; the table gains its error, its time and the speed-up
+(before time / current time: above 1, the current refinterp is faster); a model it refuses
+shows its diagnostic in its columns.
+
 A model refinterp refuses (a diagnostic) is listed with the diagnostic's code and message.
 Prints a Markdown table (ms, ratios; the Targets of docs/performance.md "Model zoo": refinterp
 at least 2x faster than the reference evaluator and within 10x of ORT) and, with `--json`, the
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -72,6 +82,9 @@ class Result:
     note: str | None = None             # why a column is empty (not converted, ...)
     weights_read: float | None = None   # reading every .dat file once (uncached)
     operators: list[tuple[str, float]] = field(default_factory=list)  # (operator, share)
+    before: float | None = None         # the --before revision's refinterp, in process
+    before_error: float | None = None   # its relative error vs ORT
+    before_refused: str | None = None   # its diagnostic (or its driver's failure)
 
     @property
     def vs_reference(self) -> float | None:
@@ -82,6 +95,11 @@ class Result:
     def vs_ort(self) -> float | None:
         """refinterp time / ORT time (how many times slower than ORT)."""
         return _ratio(self.refinterp, self.ort)
+
+    @property
+    def speedup(self) -> float | None:
+        """The --before revision's time / the current time (above 1: faster now)."""
+        return _ratio(self.before, self.refinterp)
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -122,12 +140,26 @@ def format_error(error: float | None) -> str:
 HEADER = ("model", "max rel. error vs ORT", "refinterp", "cold `refinterp eval`",
           "ONNX Runtime f32", "onnx.reference", "reference / refinterp", "refinterp / ORT",
           "cold / in process")
+BEFORE_HEADER = ("before: max rel. error vs ORT", "before", "speed-up (before / after)")
 
 
-def format_table(results: list[Result]) -> str:
+def before_cells(r: Result) -> list[str]:
+    """The --before columns of `r`: the older refinterp's error (or its diagnostic), its time
+    and the speed-up (before time / current time)."""
+    if r.before_refused:
+        return [f"**refused**: {r.before_refused}", "", ""]
+    error = format_error(r.before_error)
+    if r.before_error is not None and not r.before_error <= TOLERANCE:
+        error = f"**{error}**"
+    return [error, format_seconds(r.before), format_ratio(r.speedup)]
+
+
+def format_table(results: list[Result], before: bool = False) -> str:
     """The Markdown table of `results`: one row per model; a refused or unconverted model
-    says why in place of its refinterp columns. Ratios that miss a target are in bold."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    says why in place of its refinterp columns. Ratios that miss a target are in bold. With
+    `before`, the --before revision's columns are appended."""
+    header = HEADER + (BEFORE_HEADER if before else ())
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in results:
         vs_ref, vs_ort = format_ratio(r.vs_reference), format_ratio(r.vs_ort)
         if r.vs_reference is not None and r.vs_reference < TARGET_REFERENCE:
@@ -145,6 +177,8 @@ def format_table(results: list[Result]) -> str:
             cells = [r.title, error, format_seconds(r.refinterp), format_seconds(r.cold),
                      format_seconds(r.ort), format_seconds(r.reference), vs_ref, vs_ort,
                      format_ratio(_ratio(r.cold, r.refinterp))]
+        if before:
+            cells += before_cells(r)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -249,8 +283,39 @@ class Model:
             raise RuntimeError(f"refinterp eval failed: {done.stderr.strip()[-300:]}")
 
 
-def measure(model: Model, repeat: int, reference_repeat: int, top: int) -> Result:
-    """Every number of `model` (see the module docstring), peers interleaved by round."""
+def extract_revision(revision: str, folder: Path) -> None:
+    """Write the tree of `revision` of this repository into `folder` (`git archive | tar -x`);
+    a ValueError when git does not know the revision."""
+    repository = TOOLS.parent
+    known = subprocess.run(["git", "-C", str(repository), "rev-parse", "--verify", "--quiet",
+                            f"{revision}^{{commit}}"], capture_output=True, text=True)
+    if known.returncode != 0:
+        raise ValueError(f"no revision {revision!r} in {repository}")
+    archive = subprocess.Popen(["git", "-C", str(repository), "archive", revision],
+                               stdout=subprocess.PIPE)
+    untar = subprocess.run(["tar", "-x", "-C", str(folder)], stdin=archive.stdout)
+    archive.stdout.close()
+    if archive.wait() != 0 or untar.returncode != 0:
+        raise ValueError(f"could not extract {revision!r} of {repository}")
+
+
+def run_before(model: Model, tree: Path, runs: int, output: Path | None = None) -> dict:
+    """tools/bench_before.py on `model` in a child process importing the refinterp of `tree`
+    (an extracted revision): its JSON answer; `{"refused": ...}` naming a failed child."""
+    environment = dict(os.environ, PYTHONPATH=str(tree))
+    command = [sys.executable, str(TOOLS / "bench_before.py"), str(model.sknd),
+               str(model.stdlib), str(model.folder / "input.npy"), str(runs)]
+    done = subprocess.run(command + ([str(output)] if output else []), capture_output=True,
+                          text=True, env=environment, cwd=tree)
+    if done.returncode != 0:
+        return {"refused": f"the driver failed: {done.stderr.strip()[-300:]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(model: Model, repeat: int, reference_repeat: int, top: int,
+            before: Path | None = None) -> Result:
+    """Every number of `model` (see the module docstring), peers interleaved by round;
+    `before`: the extracted tree of the --before revision, also timed."""
     import onnx.reference
 
     from refinterp import api
@@ -282,10 +347,15 @@ def measure(model: Model, repeat: int, reference_repeat: int, top: int) -> Resul
                 keep("refinterp", timed(model.run_refinterp)[0])
                 keep("cold", timed(lambda: model.run_cold(Path(scratch)))[0])
             keep("ort", timed(lambda: session.run(None, feeds))[0])
+            if before is not None and model.converted and not result.before_refused:
+                measure_before(model, before, Path(scratch), result, round_ == 0)
+                if result.before is not None:
+                    keep("before", result.before)
             if round_ < reference_repeat:
                 keep("reference", timed(lambda: reference.run(None, feeds))[0])
     result.refinterp, result.cold = best.get("refinterp"), best.get("cold")
     result.ort, result.reference = best.get("ort"), best.get("reference")
+    result.before = best.get("before")
     if ours_ok:
         from refinterp.numeric.tensorfile import read_tensor
 
@@ -296,6 +366,20 @@ def measure(model: Model, repeat: int, reference_repeat: int, top: int) -> Resul
         model.run_refinterp(api.Hooks(trace=clock))
         result.operators = clock.top(top)
     return result
+
+
+def measure_before(model: Model, tree: Path, scratch: Path, result: Result,
+                   check: bool) -> None:
+    """One round of the --before revision on `model`: its time into `result.before`, its
+    diagnostic into `result.before_refused`; with `check`, its error vs ORT too."""
+    output = scratch / "before.npy" if check else None
+    answer = run_before(model, tree, 1, output)
+    if "refused" in answer:
+        result.before_refused = answer["refused"]
+        return
+    result.before = answer["best"]
+    if output is not None:
+        result.before_error = relative_error(np.load(output), model.expected)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=3, help="operators listed per model")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT",
                         help="also write the numbers as JSON (to stdout without OUT)")
+    parser.add_argument("--before", metavar="REF",
+                        help="also time this git revision's refinterp (e.g. fb9f896)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.reference_repeat < 0:
         parser.error("--repeat must be at least 1 and --reference-repeat at least 0")
@@ -325,19 +411,27 @@ def main(argv: list[str] | None = None) -> int:
                      f"tools/model_zoo.py --work {work}")
     if not args.stdlib.is_dir():
         parser.error(f"no Khronos stdlib at {args.stdlib} (--stdlib)")
-    results = []
-    for name in names:
-        model = Model(work / "models" / name, args.stdlib)
-        results.append(measure(model, args.repeat, args.reference_repeat, args.top))
-        print(f"measured {results[-1].title}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench_models_before_") as tree:
+        if args.before:
+            try:
+                extract_revision(args.before, Path(tree))
+            except ValueError as error:
+                parser.error(f"--before: {error}")
+        results = []
+        for name in names:
+            model = Model(work / "models" / name, args.stdlib)
+            results.append(measure(model, args.repeat, args.reference_repeat, args.top,
+                                   Path(tree) if args.before else None))
+            print(f"measured {results[-1].title}", file=sys.stderr, flush=True)
+    before = f"; before: {args.before}" if args.before else ""
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, best of {args.repeat} "
-          f"(reference evaluator: {args.reference_repeat}), peers interleaved")
-    print(format_table(results))
+          f"(reference evaluator: {args.reference_repeat}), peers interleaved{before}")
+    print(format_table(results, before=bool(args.before)))
     print("\nWhere refinterp's time goes (own time per operator, share of the run):")
     print(format_operators(results))
     if args.json:
-        numbers = [dict(asdict(r), vs_reference=r.vs_reference, vs_ort=r.vs_ort)
-                   for r in results]
+        numbers = [dict(asdict(r), vs_reference=r.vs_reference, vs_ort=r.vs_ort,
+                        speedup=r.speedup) for r in results]
         text = json.dumps(numbers, indent=1)
         if args.json == "-":
             print(text)
