@@ -8,8 +8,6 @@ einsum_trivia_exec.expected)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 from pathlib import Path
 
@@ -20,8 +18,8 @@ from hypothesis import strategies as st
 
 from refinterp import api
 from refinterp import einsum as front
-from refinterp.cli import main
 from refinterp.core.diagnostics import Diagnostic, render
+from testsupport.ocannl_cases import cli
 
 
 def run(spec: str, inputs: dict, **options) -> dict:
@@ -265,13 +263,6 @@ def test_one_liner_errors() -> None:
 
 
 # ----------------------------------------------------------------------------- command line
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_emitted_operator_parses_and_runs(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from refinterp import api
 from refinterp.einsum import ocannl_cd as cd
 from refinterp.core.diagnostics import Diagnostic
 from testsupport.module_suites import module_suite
+from testsupport.ocannl_cases import POINTPOW, POINTPOW_SCOPE, finite_difference
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "ocannl" / "cases"
 
@@ -22,19 +23,7 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "ocannl" / "cases"
 MATMUL = ('c =:+ a * b ~logic:"ij;jk=>ik"; ~~("grad_asn of" c; '
           'a.grad =+ c.grad * b ~logic:"ik;jk=>ij"; b.grad =+ a * c.grad ~logic:"ij;ik=>jk")')
 RELU = 'y =: relu x; ~~("grad_asn of" y; x.grad =+ y -?/ y.grad)'
-
-
-def finite_difference(loss, x: np.ndarray, step: float = 1e-6) -> np.ndarray:
-    """The gradient of a scalar function by central differences, cell by cell."""
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[index] += step
-        down[index] -= step
-        grad[index] = (loss(up) - loss(down)) / (2 * step)
-    return grad
-
-
+# pointpow's op_asn and grad_asn (p = 3) with slot fillers under pointwise projections
 def matmul_case(seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return rng.normal(size=(3, 4)), rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
@@ -77,7 +66,7 @@ def test_jax_grad_agrees_where_installed() -> None:
     np.testing.assert_allclose(env["b_grad"], np.asarray(gb), rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["grad_matmul", "grad_relu"])
+@pytest.mark.parametrize("name", ["grad_matmul", "grad_relu", "grad_pointpow"])
 def test_golden_backprop_cases_hold_finite_difference_gradients(name: str) -> None:
     """The cases of the module suite built from golden/ocannl/cases/ocannl.toml."""
     suite = module_suite("ocannl")
@@ -94,6 +83,13 @@ def test_golden_backprop_cases_hold_finite_difference_gradients(name: str) -> No
         np.testing.assert_allclose(
             outputs["b_grad"], finite_difference(lambda x: float(np.sum(w * (a @ x))), b),
             atol=1e-6)
+    elif name == "grad_pointpow":
+        x, w = inputs["x"], inputs["y_grad"]
+        assert inputs["p_t"].tolist() == [3.0]
+        np.testing.assert_allclose(outputs["y"], x ** 3, rtol=1e-13)
+        np.testing.assert_allclose(
+            outputs["x_grad"], finite_difference(lambda v: float(np.sum(w * v ** 3)), x),
+            atol=1e-6)
     else:
         x, w = inputs["x"], inputs["y_grad"]
         assert np.all(np.abs(x) > 1e-5)  # away from the kink
@@ -102,13 +98,15 @@ def test_golden_backprop_cases_hold_finite_difference_gradients(name: str) -> No
             finite_difference(lambda v: float(np.sum(w * np.maximum(v, 0.0))), x), atol=1e-6)
 
 
-@pytest.mark.parametrize("name, block, shapes", [
-    ("grad_matmul", MATMUL, {"a": (3, 4), "b": (4, 2), "c_grad": (3, 2)}),
-    ("grad_relu", RELU, {"x": (2, 3), "y_grad": (2, 3)}),
+@pytest.mark.parametrize("name, block, shapes, scope", [
+    ("grad_matmul", MATMUL, {"a": (3, 4), "b": (4, 2), "c_grad": (3, 2)}, {}),
+    ("grad_relu", RELU, {"x": (2, 3), "y_grad": (2, 3)}, {}),
+    ("grad_pointpow", POINTPOW, {"x": (2, 3), "p_t": (1,), "y_grad": (2, 3)}, POINTPOW_SCOPE),
 ])
-def test_golden_backprop_models_are_the_block_writers_output(name, block, shapes) -> None:
+def test_golden_backprop_models_are_the_block_writers_output(name, block, shapes,
+                                                             scope) -> None:
     path = GOLDEN / "ocannl" / f"{name}.sknd"
-    assert path.read_text() == cd.block_model_text(block, shapes)
+    assert path.read_text() == cd.block_model_text(block, shapes, **scope)
     assert f'model = "ocannl/{name}.sknd"' in (GOLDEN / "ocannl.toml").read_text()
 
 

@@ -1,7 +1,8 @@
 """`refinterp einsum`: an einsum spec (NumPy or OCANNL notation), an OCANNL `%cd` one-liner or
 a `%cd` block (assignments separated by `;`, `t.grad` nodes: refinterp/einsum/ocannl_cd.py) as
 SkriptND operators (refinterp/einsum/__init__.py), printed (`--emit`) or run on input arrays
-with the input and output options of `eval` (docs/ocannl.md)."""
+with the input and output options of `eval`; with `--expr`, an OCANNL `%op` tensor expression
+(refinterp/einsum/ocannl_op.py) run on input arrays (docs/ocannl.md)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,22 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--dtype", choices=["real", "int", "bool"], default="real",
                         help="the element type of the operator --emit prints (a run takes "
                              "the arrays' type, as NumPy promotes them); default real")
+    parser.add_argument("--expr", action="store_true",
+                        help="SPEC is a %%op tensor expression, e.g. 'relu(\"w\" * x + \"b\" 8)': "
+                             "params' shapes are inferred; an inline-declared param given "
+                             "as an input takes that value, others are drawn from --seed")
+    parser.add_argument("--kinds", action="append", default=[], metavar="NAME=B,I",
+                        help="--expr: an input's batch and input axis counts (the rest are "
+                             "output axes; default 0,0)")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                        help="--expr: a dimension named in an inline declaration (\"b\" hid_dim)")
+    parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                        help="a float named by !.NAME, !..NAME or **. NAME (--expr, %%cd blocks)")
+    parser.add_argument("--slots", metavar="lhs=T,rhs1=T1,...",
+                        help="%%cd block: the tensors of the slot fillers t/g/v, t1/g1/v1, ...")
+    parser.add_argument("--projections", metavar="SPEC",
+                        help="%%cd block: the ~projections in scope ('.' or an einsum spec "
+                             "'ij;jk=>ik'), for assignments without ~logic")
     add(parser, "profile", "attrib", "max_work", "inputs", "input", "random", "seed", "output",
         "save_inputs", "max_input_size", "engine")
     parser.set_defaults(random_inputs=False)
@@ -56,8 +73,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--seed: a seed is a non-negative int; got {args.seed}")
     from refinterp.einsum import ocannl_cd
 
+    if args.expr:
+        return _run_expression(args, out)
+    if args.kinds or args.dim:
+        raise UsageError("--kinds and --dim apply to a %op expression (--expr)")
     if ocannl_cd.is_block(args.spec):
         return _run_block(args, out)
+    if args.const or args.slots or args.projections:
+        raise UsageError("--const, --slots and --projections apply to a %cd block or --expr")
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     einsum = front.build(args.spec, names=names, result=args.result, accumulation=args.accum,
                          operation=args.operation)
@@ -105,7 +128,9 @@ def _run_block(args: argparse.Namespace, out: Output) -> int:
     if args.names or args.result or args.accum != "=:+" or args.operation:
         raise UsageError("a %cd block names its tensors and operations itself: --names, "
                          "--result, --accum and --operation apply to a single spec")
-    assignments = ocannl_cd.parse_block(args.spec)
+    scope = {"slots": _pairs(args.slots.split(",") if args.slots else [], "--slots", str),
+             "projections": args.projections, "constants": _pairs(args.const, "--const", float)}
+    assignments = ocannl_cd.parse_block(args.spec, **scope)
     if args.emit:
         from dataclasses import replace
 
@@ -121,7 +146,8 @@ def _run_block(args: argparse.Namespace, out: Output) -> int:
             io.check_writable(path, what, folder_ok=False)
     bounds = limits(args)
     inputs = load_inputs(args, dict, bounds)
-    results = ocannl_cd.run_block(args.spec, inputs, attributes=attributes(args) or None,
+    results = ocannl_cd.run_block(args.spec, inputs, **scope,
+                                  attributes=attributes(args) or None,
                                   profile=args.profile, engine=args.engine, seed=args.seed,
                                   limits=bounds)
     written = {k: v for k, v in results.items() if k not in inputs or v is not inputs[k]}
@@ -130,3 +156,52 @@ def _run_block(args: argparse.Namespace, out: Output) -> int:
     if args.save_inputs:
         io.write_arrays(args.save_inputs, inputs, "--save-inputs")
     return print_outputs(out, written, {"operator": "%cd block"})
+
+
+def _pairs(items: list[str], option: str, kind: Any) -> dict:
+    """NAME=VALUE items of an option as a dict (a malformed one is misuse)."""
+    found = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            found[name.strip()] = kind(value.strip())
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise UsageError(f"{option} expects NAME=VALUE; got '{item}'")
+    return found
+
+
+def _run_expression(args: argparse.Namespace, out: Output) -> int:
+    """A `%op` expression run on the inputs: its value `out` and the params it used."""
+    from refinterp import io
+    from refinterp.einsum import ocannl_op
+
+    if args.emit or args.names or args.result or args.accum != "=:+" or args.operation \
+            or args.slots or args.projections:
+        raise UsageError("--expr runs a %op expression: --emit, --names, --result, --accum, "
+                         "--operation, --slots and --projections do not apply")
+    for path, what in ((args.output, "-o"), (args.save_inputs, "--save-inputs")):
+        if path:
+            io.check_writable(path, what, folder_ok=False)
+    kinds = {}
+    for name, value in _pairs(args.kinds, "--kinds", str).items():
+        counts = value.split(",")
+        if len(counts) != 2 or not all(c.strip().isdigit() for c in counts):
+            raise UsageError(f"--kinds expects NAME=B,I (two counts); got '{name}={value}'")
+        kinds[name] = (int(counts[0]), int(counts[1]))
+    dims = _pairs(args.dim, "--dim", int)
+    constants = _pairs(args.const, "--const", float)
+    arrays = load_inputs(args, dict, limits(args))
+    _, declared = ocannl_op.parse(args.spec, set(), dims, constants)
+    inline = {n for n, d in declared.items() if d.kind == "param" and f'"{n}"' in args.spec}
+    run = ocannl_op.evaluate(args.spec, {k: v for k, v in arrays.items() if k not in inline},
+                             kinds=kinds, params={k: v for k, v in arrays.items() if k in inline},
+                             dims=dims, constants=constants, seed=args.seed,
+                             profile=args.profile, engine=args.engine)
+    results = {"out": run.value, **run.params}
+    if args.output:
+        io.write_arrays(args.output, results, "-o")
+    if args.save_inputs:
+        io.write_arrays(args.save_inputs, arrays, "--save-inputs")
+    return print_outputs(out, results, {"operator": "%op expression"})

@@ -15,8 +15,10 @@ input axes; their element type (real, int, bool) is NumPy's promotion of the ope
 Malformed specs are `Diagnostic`s (E0100) with a caret under the spec text.
 
 The package's other modules: `broadcast` (an operator specialised to arrays that broadcast),
-`ocannl_cd` (`%cd` blocks: several assignments, `.grad`/`.merge` nodes, `~~`, `*+`/`++`) and
-`ocannl_ndarray` (OCANNL's array literals).
+`ocannl_cd` (`%cd` blocks: several assignments, `.grad`/`.merge` nodes, `~~`, `*+`/`++`, slot
+fillers), `ocannl_cd_expr` (tensor expressions inside `%cd` assignments: `*.`, `!.`, ...),
+`ocannl_ndarray` (OCANNL's array literals), `ocannl_shapes` (OCANNL's shape inference for
+params) and `ocannl_op` (`%op` tensor expressions).
 
 May import: `refinterp.api` and the rings below it (core for diagnostics and source spans).
 """

@@ -13,6 +13,12 @@ block comments and the einsum operators `*+` / `++` (docs/ocannl.md, "`%cd` bloc
   `c =: a *+ "ij;jk=>ik" b` is `t =:+ a * b ~logic:"ij;jk=>ik"; c =: t`.
 - A gradient node read before any assignment wrote it is zero, with the shape of its tensor's
   value: OCANNL zeroes the gradients before running backprop code.
+- A RHS with operators `%cd` does not build in (`p =+ lr *. p.grad`, `!.x`, `t **. 2.0`) is
+  rewritten over intermediate tensors (refinterp/einsum/ocannl_cd_expr.py); an inline
+  declaration on the left (`"delta" =: ...`) names a new tensor.
+- Slot fillers (`t t1 t2 t3 g g1 g2 g3 v v1 v2 v3 lhs rhs1 rhs2 rhs3`) name the tensors of the
+  `~projections` in scope (`slots`), whose projections (`projections`, an einsum spec or
+  `.`) give each assignment without `~logic` its own spec, slot by slot.
 
 `run_block` runs a block on named arrays; `block_model_text` writes it as a SkriptND model (one
 operator per assignment and a graph invoking them in order) for golden cases.
@@ -26,10 +32,16 @@ from dataclasses import dataclass, replace
 from refinterp import einsum as front
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.core.source import SourceFile
+from refinterp.einsum import ocannl_cd_expr
 
 _NODE = re.compile(r"\b([A-Za-z_]\w*)((?:\.(?:value|grad|merge))+)\b")
 _EINSUM2 = re.compile(r'^\s*([A-Za-z_]\w*)\s*\*\+\s*"([^"]*)"\s*([A-Za-z_]\w*)\s*$')
 _EINSUM1 = re.compile(r'^\s*([A-Za-z_]\w*)\s*\+\+\s*"([^"]*)"\s*$')
+_DECLARATION = re.compile(r'^(\s*)"([A-Za-z_]\w*)"')
+_LOGIC = re.compile(r'~logic\s*:\s*"([^"]*)"\s*$')
+_SLOT = re.compile(r'"[^"]*"|(?<![\w.])(t|v|g|lhs|t1|v1|g1|rhs1|t2|v2|g2|rhs2|t3|v3|g3|rhs3)\b')
+_SLOT_OF = {"t": "lhs", "v": "lhs", "g": "lhs", "t1": "rhs1", "v1": "rhs1", "g1": "rhs1",
+            "t2": "rhs2", "v2": "rhs2", "g2": "rhs2", "t3": "rhs3", "v3": "rhs3", "g3": "rhs3"}
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(=:?(?:\*\*|\?/|\?\^|\|\||&&|@\^|\^\^|@-|[-+*/])?)"
                      r"(?!>)(.*)$", re.DOTALL)
 
@@ -40,6 +52,7 @@ class Assignment:
 
     text: str
     einsum: front.Einsum
+    constants: tuple[tuple[str, float], ...] = ()  # constant tensors it reads (NTDSL.number)
 
 
 def node_name(tensor: str, accessors: str) -> str:
@@ -118,19 +131,64 @@ def is_block(text: str) -> bool:
     """Whether `text` needs the block reader: several assignments, node accessors, block
     comments or the einsum operators `*+` / `++`."""
     outside = re.sub(r'"[^"]*"', '""', text)
-    if not re.match(r"\s*(?:~~|[A-Za-z_][\w.]*\s*=(?!>))", outside):
+    if not re.match(r"\s*(?:~~|[A-Za-z_][\w.]*\s*=(?!>)|\"\"\s*=)", outside):
         return False  # an einsum spec (`ij;jk=>ik`), not assignments
     return bool(";" in outside or "~~" in outside or _NODE.search(outside)
-                or "*+" in outside or "++" in outside)
+                or "*+" in outside or "++" in outside or outside.lstrip().startswith('""')
+                or re.search(r"\*\.|/\.|!\.", outside))
 
 
-def parse_block(text: str, path: str = "<%cd block>") -> list[Assignment]:
-    """The assignments of a block, in order (temporaries of `*+`/`++` before their use)."""
+def fill_slots(text: str, slots: dict[str, str]) -> str:
+    """`text` with the slot fillers replaced by the tensors of `slots` (keys `lhs`, `rhs1`,
+    `rhs2`, `rhs3`): `t`, `v`, `lhs` the tensor, `g` its gradient (`t1`, `g1`, ... alike)."""
+    def fill(match: re.Match) -> str:
+        word = match.group(1)
+        if word is None:
+            return match.group(0)  # a string
+        slot = _SLOT_OF.get(word, word)
+        if slot not in slots:
+            raise Diagnostic(f"the slot filler '{word}' needs the tensor of slot '{slot}'",
+                             code=front.SPEC_ERROR, notes=["give slots={'lhs': ..., 'rhs1': ...}"])
+        return slots[slot] + (".grad" if word.startswith("g") else "")
+    return _SLOT.sub(fill, text)
+
+
+def _slot_logic(line: str, slots: dict[str, str], projections: str) -> str:
+    """The `~logic` of an assignment without one, from the projections in scope: pointwise
+    (or any shorthand) as it is; an einsum spec `RHS1; RHS2 => LHS` gives each tensor the
+    spec of its slot (`g1 =+ g * t2` under `ij;jk=>ik`: `ik;jk=>ij`)."""
+    if "=>" not in projections:
+        return projections
+    sides, result = projections.split("=>")
+    specs = dict(zip(("rhs1", "rhs2", "rhs3"), (p.strip() for p in sides.split(";"))))
+    specs["lhs"] = result.strip()
+    by_tensor = {}
+    for slot, tensor in slots.items():
+        by_tensor[tensor] = by_tensor[f"{tensor}_grad"] = slot
+    parsed = front.parse_one_liner(line)
+    found = []
+    for tensor in parsed.operands + [parsed.result]:
+        if by_tensor.get(tensor) not in specs:
+            raise Diagnostic(f"'{tensor}' fills no slot of the projections '{projections}': "
+                             f"give '{line.strip()}' its ~logic", code=front.SPEC_ERROR)
+        found.append(specs[by_tensor[tensor]])
+    return "; ".join(found[:-1]) + " => " + found[-1]
+
+
+def parse_block(text: str, path: str = "<%cd block>", *, slots: dict[str, str] | None = None,
+                projections: str | None = None,
+                constants: dict[str, float] | None = None) -> list[Assignment]:
+    """The assignments of a block, in order (temporaries of `*+`/`++` and intermediate tensors
+    before their use). `slots` and `projections` are the `~projections` in scope (slot
+    fillers), `constants` the floats that `!.x`, `!..n` and `**. x` name."""
     source = SourceFile(path, text)
     assignments: list[Assignment] = []
     temporaries = 0
     for piece, _ in _split(text, source):
+        if slots:
+            piece = fill_slots(piece, slots)
         line = _NODE.sub(lambda m: node_name(m.group(1), m.group(2)), piece.strip())
+        line = _DECLARATION.sub(r"\1\2", line)
         match = _ASSIGN.match(line)
         rhs = match.group(3).strip() if match else ""
         made = _EINSUM2.match(rhs) or _EINSUM1.match(rhs)
@@ -142,7 +200,21 @@ def parse_block(text: str, path: str = "<%cd block>") -> list[Assignment]:
             first = f'{temporary} =:+ {operands} ~logic:"{made.group(2)}"'
             assignments.append(Assignment(first, front.einsum_of_one_liner(first)))
             line = f"{match.group(1)} {match.group(2)} {temporary}"
-        assignments.append(Assignment(line, front.einsum_of_one_liner(line)))
+        logic = _LOGIC.search(line)
+        body = rhs[:_LOGIC.search(rhs).start()] if logic and match else rhs
+        lines = [line]
+        found: dict[str, float] = {}
+        if match and not made and body.strip() and not ocannl_cd_expr.is_simple(body):
+            temporaries += 1
+            lifted = ocannl_cd_expr.lift(match.group(1), match.group(2), body,
+                                         logic.group(1) if logic else "",
+                                         f"einsum_t{temporaries}_", constants)
+            lines, found = lifted.lines, lifted.constants
+        for number, one in enumerate(lines):
+            if projections is not None and not _LOGIC.search(one) and number == len(lines) - 1:
+                one = f'{one} ~logic:"{_slot_logic(one, slots or {}, projections)}"'
+            reads = tuple((k, v) for k, v in found.items() if re.search(rf"\b{k}\b", one))
+            assignments.append(Assignment(one, front.einsum_of_one_liner(one), reads))
     if not assignments:
         raise _error(source, 0, len(text), "a %cd block needs at least one assignment")
     return assignments
@@ -174,28 +246,41 @@ def _inputs_of(assignment: Assignment, env: dict) -> dict:
     return inputs
 
 
-def run_block(text: str, inputs: dict, **options: object) -> dict:
+def run_block(text: str, inputs: dict, *, slots: dict[str, str] | None = None,
+              projections: str | None = None, constants: dict[str, float] | None = None,
+              **options: object) -> dict:
     """Run a `%cd` block on named arrays (`t.grad` named `t_grad`): every tensor's value after
-    the block, inputs included. Options pass to `einsum.evaluate`."""
+    the block, inputs included. `slots`, `projections`, `constants`: as `parse_block`; options
+    pass to `einsum.evaluate`."""
+    import numpy as np
+
     env = dict(inputs)
-    for assignment in parse_block(text):
+    for assignment in parse_block(text, slots=slots, projections=projections,
+                                  constants=constants):
+        env.update({name: np.array([value]) for name, value in assignment.constants})
         run = front.evaluate(assignment.einsum, _inputs_of(assignment, env), **options)
         env[assignment.einsum.result] = run.outputs[assignment.einsum.result]
     return {k: v for k, v in env.items() if not k.startswith("einsum_t")}
 
 
 def block_model_text(text: str, shapes: dict[str, tuple[int, ...]],
-                     graph: str = "G") -> str:
+                     graph: str = "G", **block: object) -> str:
     """The block as a SkriptND model on inputs of fixed `shapes` (reals): operator `s<k>` for
     the k-th assignment (from 1) and a graph invoking them in order; its outputs are the
     tensors the block writes, with their final values. A gradient read before it is written
-    starts from zero: its first accumulation (neutral 0: `=+`, `=-`) clears instead."""
+    starts from zero: its first accumulation (neutral 0: `=+`, `=-`) clears instead. A constant
+    tensor is a `layout.constant`. `block`: `parse_block`'s slots, projections, constants."""
     import numpy as np
 
     env: dict = {name: np.zeros(shape) for name, shape in shapes.items()}
     version: dict[str, str] = {name: name for name in shapes}
     operators, calls, written = [], [], []
-    for number, assignment in enumerate(parse_block(text), start=1):
+    for number, assignment in enumerate(parse_block(text, **block), start=1):  # type: ignore
+        for name, value in assignment.constants:
+            if name not in version:
+                env[name], version[name] = np.array([value]), name
+                calls.append(f"        {name} = layout.constant<real>{{shape = [1], "
+                             f"value = [{value!r}]}}();")
         einsum = replace(assignment.einsum, operator=f"s{number}")
         result = einsum.result
         if einsum.reads_old() and result not in version:
@@ -220,7 +305,8 @@ def block_model_text(text: str, shapes: dict[str, tuple[int, ...]],
     outputs = [n for n in written if not n.startswith("einsum_t")]
     calls += [f"        {n} = {version[n]};" for n in outputs]
     dims = lambda shape: ", ".join(str(int(d)) for d in shape)  # noqa: E731
-    lines = ["\n\n".join(operators), "", f"graph {graph} {{", "    @input {"]
+    imports = ["import layout;", ""] if any("layout.constant" in c for c in calls) else []
+    lines = imports + ["\n\n".join(operators), "", f"graph {graph} {{", "    @input {"]
     lines += [f"        {n}: real[{dims(s)}];" for n, s in shapes.items()]
     lines += ["    }", "    @output {"]
     lines += [f"        {n}: real[{dims(np.shape(env[n]))}];" for n in outputs]
