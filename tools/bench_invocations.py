@@ -10,8 +10,9 @@ Per case it prints: invocations per run (counted with the trace hook), the best-
 a run (program loaded once, outside the timed region; the parameters passed as arrays), the
 NumPy baseline's time, the engines' share (the time inside the @lower engine, measured by
 wrapping it), and per invocation: µs in all, µs beyond the engine (the executor's own cost:
-instantiation, binding, checks, engine choice) and µs beyond NumPy. Target (issue "Real models
-at full speed"): an invocation costs at most ~30 µs beyond its kernel. The outputs are checked
+instantiation, binding, checks, engine choice) and µs beyond NumPy; and the composition alone:
+a run whose kernel computes nothing (each output an uninitialised array of its declared shape),
+per invocation. Target: an invocation costs at most ~30 µs beyond its kernel. The outputs are checked
 against NumPy (relative 1e-9); a disagreement is exit status 1. Ratios, never absolute times,
 are what docs/performance.md records ("Invocations").
 """
@@ -97,6 +98,19 @@ class TimedEngine:
             self.seconds += time.perf_counter() - start
 
 
+def noop_kernel(instance: Any, inputs: dict, profile: Any) -> dict:
+    """An engine that computes nothing: each declared output as an uninitialised array of its
+    type and shape (a pack as a list), so a run with it times the composition alone."""
+    def made(info: Any) -> Any:
+        if isinstance(info, tuple):
+            return [made(item) for item in info]
+        return np.empty(info.shape, dtype=np.dtype(DTYPES[info.dtype]))
+    return {name: made(info) for name, info in instance.outputs.items()}
+
+
+DTYPES = {"real": "float64", "int": "int64", "bool": "bool"}
+
+
 def best(run: Callable[[], Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -136,9 +150,13 @@ def measure(name: str, program: Any, inputs: dict, params: dict,
     print(f"{name}: {invocations} invocations; run {seconds * 1e3:.2f} ms, NumPy "
           f"{baseline * 1e3:.3f} ms ({seconds / baseline:.0f}x); engine share "
           f"{inside / engine_total:.0%}")
+    evaluate(noop_kernel)
+    composition = best(lambda: evaluate(noop_kernel), repeat)
     print(f"  per invocation: {seconds * us:.1f} us in all, {(engine_total - inside) * us:.1f} us "
           f"beyond the engine, {(seconds - baseline) * us:.1f} us beyond NumPy; "
           f"relative error vs NumPy {worst:.1e}")
+    print(f"  the composition alone (a kernel that computes nothing): {composition * us:.1f} us "
+          f"per invocation")
     if profile:
         profiler = cProfile.Profile()
         profiler.runcall(evaluate)

@@ -168,8 +168,9 @@ class Executor:
         definition = instance.definition
         self.limits.check_instance(instance, sizes=not self.abstract)
         self.deferred.extend(instance.deferred)
-        inputs = {**{name: self.constant(info, value)
-                     for name, (info, value) in instance.defaults.items()}, **inputs}
+        if instance.defaults:  # inputs left to their declared defaults
+            inputs = {**{name: self.constant(info, value)
+                         for name, (info, value) in instance.defaults.items()}, **inputs}
         if self.abstract and definition.block("compose") is None:
             self.variables(instance, path)
             return {name: abstract_tensor(info, f"output '{name}' of '{definition.name}'",

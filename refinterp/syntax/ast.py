@@ -690,7 +690,10 @@ class OperatorDef(Node):
 
     def block(self, kind: str) -> Block | None:
         """The first block of the given kind, if any."""
-        return next((b for b in self.blocks if b.kind == kind), None)
+        for block in self.blocks:  # (a plain loop: asked several times per invocation)
+            if block.kind == kind:
+                return block
+        return None
 
     # A definition read from the parse cache (language.modules) holds, until its blocks are
     # first asked for, a function giving them in their place (its __dict__ key _PENDING);
