@@ -75,9 +75,12 @@ def test_unsettled_and_mismatched_shapes_are_diagnostics() -> None:
     with pytest.raises(Diagnostic) as unknown:
         op.evaluate('"w" * x', {"x": np.ones(3)})
     assert unknown.value.code == "E0305" and "output axes of 'w'" in unknown.value.message
+    span = unknown.value.span  # the whole expression, whose inference failed
+    assert (span.line, span.col, span.end_col) == (1, 1, len('"w" * x') + 1)
     with pytest.raises(Diagnostic) as mismatch:
         op.evaluate('"a" [ 1; 2 ] + "b" [ 1; 2; 3 ]', {})
     assert mismatch.value.code == "E0306" and "'\"a\" [ 1; 2 ] + \"b\"" in mismatch.value.message
+    assert mismatch.value.span is not None
     with pytest.raises(Diagnostic) as given:
         op.evaluate('"w" 2 * x', {"x": np.ones(3)}, params={"w": np.ones((3, 3))})
     assert given.value.code == "E0306"

@@ -355,7 +355,12 @@ def evaluate(text: str, inputs: dict[str, np.ndarray], *,
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
     node, declared = parse(text, set(arrays), dims, constants)
     layouts = {n: _layout(n, arrays[n], (kinds or {}).get(n)) for n in arrays}
-    found, keys = infer(node, declared, layouts)
+    try:
+        found, keys = infer(node, declared, layouts)
+    except Diagnostic as error:  # shape inference is of the whole expression: point at it
+        if error.span is None:
+            error.span = SourceFile("<%op expression>", text).span(0, max(1, len(text)))
+        raise
     values = dict(arrays)
     rng = np.random.default_rng(seed)
     given = params or {}
