@@ -117,3 +117,34 @@ def test_shapes_prints_symbols_bounds_and_open_checks(tmp_path: Path, capsys) ->
     assert "y: real[b, 4, 5, 5]" in out and "symbols: b in 1..64" in out
     assert "checked at run time" in out and "output 'z': b == 1" in out
     assert "z.flattened: real[100 * b]" in out or "tensors:" in out
+
+
+BROADCAST = """
+import math;
+graph G {
+    @input { x: real[b|8, 3]; y: real[1, 3]; z: real[c|8, 3]; }
+    @output { u: real[b, 3]; v: real[b, 3]; }
+    @compose {
+        u = math.add(x, y);
+        v = math.add(x, z);
+    }
+}
+"""
+
+
+def test_broadcasting_follows_is_in_a_run_as_in_the_check(tmp_path: Path) -> None:
+    """`math.add` aligns by `ex is 1` (§2.4: decided symbolically): a dynamic extent is never
+    `1`, whatever its value in a run, so `[b, 3] + [c, 3]` needs b == c, also when b is 1 —
+    the run decides as the check without values does (the symbols reach the invoked
+    operators: `run.jagged.DynamicExtents`); `[b, 3] + [1, 3]` is fine for every b."""
+    path = tmp_path / "broadcast.sknd"
+    path.write_text(BROADCAST)
+    checked = ri.shapes(path)
+    assert [why for _, why, _ in checked.runtime_checks] == ["b == c"]
+    ones = np.ones((1, 3))
+    run = ri.evaluate(path, inputs={"x": np.full((3, 3), 2.0), "y": ones, "z": np.ones((3, 3))})
+    np.testing.assert_array_equal(run.outputs["u"], np.full((3, 3), 3.0))
+    np.testing.assert_array_equal(run.outputs["v"], np.full((3, 3), 3.0))
+    with pytest.raises(ri.Error) as refused:  # b = 1, c = 3: `b is 1` is false
+        ri.evaluate(path, inputs={"x": ones, "y": ones, "z": np.ones((3, 3))})
+    assert refused.value.code == "E0307"

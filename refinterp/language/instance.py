@@ -31,7 +31,7 @@ from refinterp.language.invocation import (Invocation, OperatorInstance, TensorT
 from refinterp.language.types import Type, check_expr, type_of_value
 from refinterp.language.values import NULL, TensorValue, Value, format_inserted, format_literal
 from refinterp.numeric import rules
-from refinterp.numeric.symbolic import Undecided, is_int
+from refinterp.numeric.symbolic import Extent, Undecided, is_int
 from refinterp.numeric.representation import (INT64_MAX, INT64_MIN, MAX_RANK,
                                               check_pack_length, check_tensor_size)
 from refinterp.syntax import ast
@@ -101,8 +101,11 @@ def _value_key(value: Any) -> Hashable:
     if kind in (tuple, list):
         return (kind.__name__, tuple(_value_key(v) for v in value))
     if kind in (TensorType, TensorValue):
-        if any(type(e) not in (int, type(None)) for e in value.shape or ()):
-            raise _NoKey("extent")  # a dynamic extent of a run (`symbolic.Extent`) or a symbol
+        shape = value.shape or ()
+        if any(type(e) not in (int, Extent, type(None)) for e in shape):
+            raise _NoKey("extent")  # a symbol of a check without values
+        if any(type(e) is Extent for e in shape):  # a run's dynamic extent: its symbol counts
+            return (kind.__name__, value, tuple(getattr(e, "symbol", None) for e in shape))
         return (kind.__name__, value)
     raise _NoKey(type(value).__name__)
 

@@ -120,6 +120,7 @@ class Executor:
         if definition.is_graph:  # the root graph of a run is the main graph (§2.6, §2.15)
             for finding in check_main_graph(definition, self.profile):
                 raise finding
+        self.jagged.mark_inputs(invocation.inputs, inputs)  # a run's dynamic extents
         if self.hooks.trace is not None:  # the trace lists the inputs in declaration order
             declared = [d.name for d in definition.block("input").entries] \
                 if definition.block("input") is not None else []
@@ -958,7 +959,8 @@ class Executor:
                     jagged.append(decl.name)
                     padded = value
                 inputs[decl.name] = padded
-        invocation = Invocation(attributes, {k: tensor_type(v) for k, v in inputs.items()},
+        invocation = Invocation(attributes, {k: self.jagged.tensor_type(v)
+                                             for k, v in inputs.items()},
                                 generics, self.profile,
                                 max_pack_length=self.limits.max_pack_length,
                                 max_tensor_size=self.limits.max_tensor_size)
