@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from refinterp import einsum as front
 from refinterp.core.diagnostics import Diagnostic
@@ -142,19 +143,28 @@ class _Parser:
 
     def float_atom(self) -> float:
         """A number, a name in `constants` or a parenthesised OCaml float expression."""
-        token = self.take()
-        if token == "(":
-            value = self.float_atom()
-            while self.peek() in _FLOAT_OPS:
-                value = _FLOAT_OPS[self.take()](value, self.float_atom())
-            self.expect(")")
-            return value
-        if token in self.constants:
-            return float(self.constants[token])
-        try:
-            return float(token)
-        except ValueError:
-            raise self.fail(f"'{token}' is no number: give its value as a constant") from None
+        return read_float(self, self.constants, lambda token: self.fail(
+            f"'{token}' is no number: give its value as a constant"))
+
+
+def read_float(parser: Any, constants: dict[str, float],
+               fail: Callable[[str], Exception]) -> float:
+    """The float a `%cd` or `%op` parser reads after `**.`, `!.`, `!..`: a number, a name in
+    `constants`, or a parenthesised OCaml float expression (`(p -. 1.)`); `parser` has
+    `take`, `peek` and `expect`, `fail(token)` makes the error for a token that is none."""
+    token = parser.take()
+    if token == "(":
+        value = read_float(parser, constants, fail)
+        while parser.peek() in _FLOAT_OPS:
+            value = _FLOAT_OPS[parser.take()](value, read_float(parser, constants, fail))
+        parser.expect(")")
+        return value
+    if token in constants:
+        return float(constants[token])
+    try:
+        return float(token)
+    except ValueError:
+        raise fail(token) from None
 
 
 _ALL_INFIX = tuple(s for symbols, _ in _LEVELS for s in symbols)

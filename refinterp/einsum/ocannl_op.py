@@ -30,6 +30,7 @@ from refinterp import einsum as front
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.core.source import SourceFile
 from refinterp.einsum import ocannl_ndarray
+from refinterp.einsum.ocannl_cd_expr import read_float
 from refinterp.einsum.ocannl_shapes import Row, Shapes
 
 _TOKEN = re.compile(r"\s+|\"[^\"]*\"|'[^']*'|\*\+|\+\+|!\.\.|!\.|\*\*\.|\*\.|/\.|~-"
@@ -137,19 +138,11 @@ class _Parser:
         return Node("pow", "", [base], self.text[start:self._end()].strip(), exponent)
 
     def number_value(self) -> float:
-        """A float after `**.`, `!.`, `!..`: a literal, or a name given in `constants`."""
-        start, token = self.where(), self.take()
-        if token == "(":
-            value = self.number_value()
-            self.expect(")")
-            return value
-        if token in self.constants:
-            return float(self.constants[token])
-        try:
-            return float(token)
-        except ValueError:
-            raise self.error(start, f"expected a number, found '{token or 'the end'}'",
-                             start + len(token)) from None
+        """A float after `**.`, `!.`, `!..` (`ocannl_cd_expr.read_float`: a literal, a name
+        given in `constants`, a parenthesised float expression)."""
+        start = self.where()
+        return read_float(self, self.constants, lambda token: self.error(
+            start, f"expected a number, found '{token or 'the end'}'", start + len(token)))
 
     def unary(self) -> Node:
         start = self.where()
