@@ -41,6 +41,39 @@ def test_is_compares_symbols_and_eq_compares_values(tmp_path: Path) -> None:
     assert not checked.checked and "s1 == s2" in checked.stopped
 
 
+STATIC = """
+operator pair {
+    @input { a: real[n]; b: real[m]; }
+    @output { same: bool[]; }
+    @compose { same = n is m; }
+}
+"""
+
+
+def test_shape_symbols_without_a_bound_are_static_and_compared_by_value(tmp_path: Path) -> None:
+    """§2.6: only an extent declared with an upper bound (`s|10`) or `~` is dynamic; an
+    operator's `real[n]` is known when it is instantiated, so `n is m` holds for equal
+    lengths (and not for different ones)."""
+    path = tmp_path / "pair.sknd"
+    path.write_text(STATIC)
+    equal = ri.evaluate(path, op="pair", inputs={"a": np.zeros(3), "b": np.ones(3)})
+    assert bool(equal.outputs["same"]) is True
+    other = ri.evaluate(path, op="pair", inputs={"a": np.zeros(3), "b": np.ones(2)})
+    assert bool(other.outputs["same"]) is False
+    # a symbol bounded once is dynamic wherever it appears (§2.6 L699): y's `s` is x's
+    shared = tmp_path / "shared.sknd"
+    shared.write_text("""
+operator twin {
+    @input { x: real[s|10]; y: real[s]; z: real[t|10]; }
+    @output { same: bool[]; other: bool[]; }
+    @compose { same = y.shape[0] is s; other = z.shape[0] is s; }
+}
+""")
+    run = ri.evaluate(shared, op="twin", inputs={"x": np.zeros(2), "y": np.zeros(2),
+                                                "z": np.zeros(2)})
+    assert bool(run.outputs["same"]) is True and bool(run.outputs["other"]) is False
+
+
 BATCH = """
 import nn;
 import layout;

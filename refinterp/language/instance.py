@@ -617,11 +617,10 @@ def _did_you_mean(name: str, choices: list[str], kind: str) -> list[str]:
     return ([hint] if hint else []) + [f"{kind}: " + (", ".join(choices) or "none")]
 
 
-def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
-                      profile: rules.Profile = rules.SPEC) -> dict[str, TensorType]:
-    """The inputs whose declared shapes are fixed by literals and attributes (given, or
-    constant defaults), e.g. a graph's `input: real[batch, 3, 224, 224]`: their types need not
-    be given to check or run the operator (`shapes`; `eval --random NAME`)."""
+def declared_environment(definition: ast.OperatorDef, attributes: dict[str, Value],
+                         profile: rules.Profile = rules.SPEC) -> Environment:
+    """What declared input shapes can be read with before any input is bound: the given
+    attributes and the defaults that need nothing else (constant defaults)."""
     values = dict(attributes)
     for decl in entries(definition, "attrib"):
         if decl.name not in values and decl.default is not None:
@@ -629,13 +628,26 @@ def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
                 values[decl.name] = evaluate(decl.default, Environment(dict(values)))
             except Diagnostic:
                 pass
-    env = Environment(values, profile=profile)
+    return Environment(values, profile=profile)
+
+
+def shaped_inputs(definition: ast.OperatorDef) -> list[ast.ParamDecl]:
+    """The inputs whose declared type is one tensor of a base type with brackets (not a pack,
+    not optional): those a type can be made for from the declaration alone."""
+    return [decl for decl in entries(definition, "input")
+            if decl.type.shape is not None and decl.type.pack is None and
+            not decl.type.optional and decl.type.name in ("real", "int", "bool")]
+
+
+def fixed_input_types(definition: ast.OperatorDef, attributes: dict[str, Value],
+                      profile: rules.Profile = rules.SPEC) -> dict[str, TensorType]:
+    """The inputs whose declared shapes are fixed by literals and attributes (given, or
+    constant defaults), e.g. a graph's `input: real[batch, 3, 224, 224]`: their types need not
+    be given to check or run the operator (`shapes`; `eval --random NAME`)."""
+    env = declared_environment(definition, attributes, profile)
     found = {}
-    for decl in entries(definition, "input"):
+    for decl in shaped_inputs(definition):
         spec = decl.type
-        if spec.shape is None or spec.pack is not None or spec.optional or \
-                spec.name not in ("real", "int", "bool"):
-            continue
         shape: list[Any] = []
         try:
             for extent in spec.shape:

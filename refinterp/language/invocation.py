@@ -45,7 +45,8 @@ class TensorType:
             e if e is None or isinstance(e, int) else str(e) for e in self.shape]
         data: dict[str, Any] = {"type": self.dtype, "shape": shape}
         if any(b is not None for b in self.bounds):
-            data["bounds"] = list(self.bounds)
+            data["bounds"] = [b if b is None or isinstance(b, int) else str(b)
+                              for b in self.bounds]
         return data
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from refinterp.core.diagnostics import Diagnostic
 from refinterp.language.expr import Environment, evaluate
 from refinterp.language.inputs import LengthError, declared_dims
-from refinterp.language.invocation import TensorType, entries
-from refinterp.language.values import NULL
+from refinterp.language.instance import declared_environment, shaped_inputs
+from refinterp.language.invocation import TensorType
 from refinterp.numeric import rules
 from refinterp.numeric.symbolic import Extent, SymInt, symbol
 from refinterp.syntax import ast
@@ -22,19 +22,17 @@ def symbolic_input_types(definition: ast.OperatorDef, attributes: dict[str, Any]
                          given: dict[str, Any], profile: rules.Profile = rules.SPEC
                          ) -> dict[str, TensorType]:
     """The types of the inputs not in `given` whose declared shape has a known rank: each
-    extent known from literals and attributes as an int, each other one a symbol. An input
-    whose rank is not declared (`real[s..]`, `real`), a pack, or an extent computed from
-    unknown names (`real[2 * s]`) is left out."""
-    env = Environment(dict(attributes), profile=profile)
+    extent known from literals and attributes (defaults included) as an int, each other one a
+    symbol. An input whose rank is not declared (`real[s..]`, `real`), a pack, or an extent
+    computed from unknown names (`real[2 * s]`) is left out."""
+    env = declared_environment(definition, attributes, profile)
     symbols: dict[str, SymInt] = {}
     found: dict[str, TensorType] = {}
-    for decl in entries(definition, "input"):
-        spec = decl.type
-        if decl.name in given or spec.shape is None or spec.pack is not None or spec.optional or \
-                spec.name not in ("real", "int", "bool"):
+    for decl in shaped_inputs(definition):
+        if decl.name in given:
             continue
         shape: list[Any] = []
-        for axis, extent in enumerate(spec.shape):
+        for axis, extent in enumerate(decl.type.shape):
             dims = _known(extent, env)
             if dims is not None:
                 shape.extend(dims)
@@ -44,30 +42,36 @@ def symbolic_input_types(definition: ast.OperatorDef, attributes: dict[str, Any]
                 break
             shape.append(made)
         else:
-            found[decl.name] = TensorType(spec.name, tuple(shape))
+            found[decl.name] = TensorType(decl.type.name, tuple(shape))
     return found
 
 
 def dynamic_extents(definition: ast.OperatorDef, attributes: dict[str, Any],
                     types: dict[str, Any], profile: rules.Profile = rules.SPEC
                     ) -> dict[str, Any]:
-    """The input types of the root of a run with each extent a declared dynamic extent binds
-    (`b` of `real[b|64, 3]`, a `~`) as a `numeric.symbolic.Extent`: its value, and the symbol
-    it binds, for `is` (§2.4: two dynamic extents are the same only as the same symbol)."""
-    env = Environment(dict(attributes), profile=profile)
+    """The input types of the root of a run with each extent a declared *dynamic* extent binds
+    as a `numeric.symbolic.Extent`: its value, and the symbol it binds, for `is` (§2.4: two
+    dynamic extents are the same only as the same symbol). Dynamic (§2.6): a `~`, a symbol
+    declared with an upper bound anywhere among the inputs (`x: real[s|10]; y: real[s]`),
+    and, in a graph, any shape symbol that is no attribute — the reading of
+    `checks.check_main_graph`. An operator's unbounded `x: real[n]` is static: its value is
+    known when the operator is instantiated, and `is` compares it by value."""
+    env = declared_environment(definition, attributes, profile)
+    bounded = {e.value.name for d in shaped_inputs(definition) for e in d.type.shape
+               if e.bound is not None and isinstance(e.value, ast.Name)}
     found = dict(types)
-    for decl in entries(definition, "input"):
+    for decl in shaped_inputs(definition):
         info, spec = types.get(decl.name), decl.type
-        if not isinstance(info, TensorType) or info.shape is None or spec.shape is None or \
-                len(spec.shape) != len(info.shape) or spec.pack is not None:
+        if not isinstance(info, TensorType) or info.shape is None or \
+                len(spec.shape) != len(info.shape):
             continue
         shape = list(info.shape)
         for axis, extent in enumerate(spec.shape):
-            if extent.pack is None and _known(extent, env) is None and \
-                    isinstance(extent.value, (ast.Name, ast.Placeholder)) and \
+            name = _symbol_name(decl.name, axis, extent)
+            dynamic = definition.is_graph or name in bounded or \
+                isinstance(extent.value, ast.Placeholder)  # (known attributes: `_known`)
+            if name is not None and dynamic and _known(extent, env) is None and \
                     isinstance(shape[axis], int):
-                name = extent.value.name if isinstance(extent.value, ast.Name) else \
-                    f"{decl.name}.{axis}"
                 shape[axis] = Extent(shape[axis], name)
         found[decl.name] = TensorType(info.dtype, tuple(shape), info.bounds)
     return found
@@ -84,17 +88,24 @@ def _known(extent: ast.Extent, env: Environment) -> list[Any] | None:
     return None
 
 
-def _symbol(input_name: str, axis: int, extent: ast.Extent, env: Environment,
-            symbols: dict[str, SymInt]) -> SymInt | None:
-    """The symbol of a dynamic extent: a bare name (`b`, `b|64`) or `~` (`~|10`), not packed;
-    None for anything else."""
+def _symbol_name(input_name: str, axis: int, extent: ast.Extent) -> str | None:
+    """The name of the symbol an extent declares: a bare name (`b`, `b|64`), or
+    `input.axis` for a `~`; None for a packed extent or an expression."""
     if extent.pack is not None:
         return None
     if isinstance(extent.value, ast.Name):
-        name = extent.value.name
-    elif isinstance(extent.value, ast.Placeholder):
-        name = f"{input_name}.{axis}"
-    else:
+        return extent.value.name
+    if isinstance(extent.value, ast.Placeholder):
+        return f"{input_name}.{axis}"
+    return None
+
+
+def _symbol(input_name: str, axis: int, extent: ast.Extent, env: Environment,
+            symbols: dict[str, SymInt]) -> SymInt | None:
+    """The symbol of an extent (`_symbol_name`) with its declared upper bound, one per name;
+    None where the extent declares none."""
+    name = _symbol_name(input_name, axis, extent)
+    if name is None:
         return None
     high = None
     if extent.bound is not None:
@@ -102,7 +113,7 @@ def _symbol(input_name: str, axis: int, extent: ast.Extent, env: Environment,
             bound = evaluate(extent.bound, env)
         except Diagnostic:
             return None
-        if isinstance(bound, int) and not isinstance(bound, bool) and bound is not NULL:
+        if isinstance(bound, int) and not isinstance(bound, bool):
             high = bound
     if name not in symbols:
         symbols[name] = symbol(name, high)

@@ -200,6 +200,13 @@ class Executor:
         self.jagged.mark(instance.outputs, outputs)
         return outputs
 
+    def shape_of(self, array: Any) -> tuple:
+        """A tensor's shape as `x.shape` reads it: a run's dynamic extents with their symbols
+        (`run.jagged.DynamicExtents`), an abstract tensor's as it is."""
+        if isinstance(array, np.ndarray):
+            return self.jagged.tensor_type(array).shape
+        return tuple(array.shape)
+
     def fresh_extent(self, operator: str, output: str) -> Callable[[int, Any], Any]:
         """Makes the symbol of a data-dependent extent of an output checked without values
         (nonzero's count): `operator.output.axis`, primed when that name is taken, bounded by
@@ -255,7 +262,7 @@ class Executor:
                 inputs: dict[str, Any], path: ScopePath | None) -> dict[str, Any]:
         """Run the @compose block, then the @update block (§2.11)."""
         block = instance.definition.block("compose")
-        scope = BlockScope(instance, module, dict(inputs), path)
+        scope = BlockScope(instance, module, dict(inputs), path, shape_of=self.shape_of)
         for name, (info, value) in instance.constants.items():
             scope.tensors[name] = self.constant(info, value)
         variables = self.variables(instance, path)
@@ -324,7 +331,8 @@ class Executor:
         block = instance.definition.block("update")
         if block is None:
             return
-        inner = BlockScope(scope.instance, scope.module, dict(scope.tensors), path, block="update")
+        inner = BlockScope(scope.instance, scope.module, dict(scope.tensors), path, block="update",
+                           shape_of=self.shape_of)
         for component in block.entries:
             self.component(component, inner)
         for name, old in variables.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from collections import ChainMap
 from itertools import islice
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from refinterp.core.cache import IdentityCache
 from refinterp.language.binding import free_names
@@ -32,7 +32,9 @@ class BlockScope:
     name of the operator instance or labelled block (None when it has no name), `propagate`
     says that the single component of the block inherits the path (auto-label rule 1), and
     `block` is "compose" or "update" (what may be assigned, §2.11); `nested` is true inside
-    regions and loop bodies, whose names shadow the outer ones."""
+    regions and loop bodies, whose names shadow the outer ones. `shape_of` gives a tensor's
+    shape as `x.shape` reads it: with the symbols of a run's dynamic extents where the executor
+    knows them (`run.jagged.DynamicExtents.tensor_type`)."""
 
     instance: OperatorInstance
     module: LoadedModule
@@ -41,17 +43,19 @@ class BlockScope:
     propagate: bool = False
     block: str = "compose"
     nested: bool = False
+    shape_of: Callable[[Any], tuple] = lambda array: tuple(array.shape)
 
     def child(self, path: ScopePath | None = None) -> "BlockScope":
         """A nested scope (a region or loop body): same tensors, own assignments."""
         return BlockScope(self.instance, self.module, dict(self.tensors),
-                     self.path if path is None else path, False, self.block, True)
+                          self.path if path is None else path, False, self.block, True,
+                          self.shape_of)
 
     def environment(self, profile: rules.Profile) -> Environment:
         """The instance's symbols and, over them, the block's tensors as compile-time values
         (visible to `x.shape` / `x.rank`); a value assigned to the environment goes over both."""
         env = self.instance.environment(profile)
-        env.values = ChainMap({}, TensorValues(self.tensors), env.values)
+        env.values = ChainMap({}, TensorValues(self.tensors, self.shape_of), env.values)
         return env
 
 
@@ -60,14 +64,16 @@ class TensorValues(Mapping[str, TensorValue]):
     an expression reads a few of a graph's hundreds of tensors. Packs and absent tensors are
     not values here (the instance's symbol of that name, if any, shows through)."""
 
-    def __init__(self, tensors: dict[str, Any]) -> None:
+    def __init__(self, tensors: dict[str, Any],
+                 shape_of: Callable[[Any], tuple] = lambda array: tuple(array.shape)) -> None:
         self._tensors = tensors
+        self._shape_of = shape_of
 
     def __getitem__(self, name: str) -> TensorValue:
         value = self._tensors[name]
         if isinstance(value, list) or value is NULL:
             raise KeyError(name)
-        return TensorValue(kind_of(value), tuple(value.shape))
+        return TensorValue(kind_of(value), self._shape_of(value))
 
     def __iter__(self) -> Iterator[str]:
         return (name for name, value in self._tensors.items()
